@@ -1,0 +1,97 @@
+"""Content-keyed on-disk cache for seed-independent results (graphs, eigenpairs).
+
+Entries are ``<cache_dir>/<kind>-<key>.npz``. Writes go to a temporary file in the same directory and are
+renamed into place (atomic on POSIX); a per-entry file lock makes parallel workers (the joblib launcher)
+wait for the first one instead of computing the same entry twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+from filelock import FileLock
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """sha256 of the canonical JSON form of ``obj`` (sorted keys), truncated to ``length`` hex digits."""
+    blob = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:length]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename; never leaves a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez`` through a temporary file and a rename."""
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+class Cache:
+    """A directory of npz entries keyed by content hashes. ``cache_dir=None`` disables caching."""
+
+    def __init__(self, cache_dir: str | os.PathLike | None):
+        self.root = Path(os.path.expanduser(str(cache_dir))) if cache_dir else None
+
+    def path(self, kind: str, key: str) -> Path | None:
+        return None if self.root is None else self.root / f"{kind}-{key}.npz"
+
+    @contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):
+            yield
+
+    def get_or_compute(
+        self, kind: str, key: str, compute: Callable[[], dict[str, np.ndarray]]
+    ) -> tuple[dict[str, np.ndarray], bool]:
+        """Return (arrays, hit). On a miss, ``compute()`` runs once under the entry's lock and is stored."""
+        path = self.path(kind, key)
+        if path is None:
+            return compute(), False
+        if path.exists():
+            return self._load(path), True
+        with self._locked(path):
+            if path.exists():  # another worker finished it while we waited
+                return self._load(path), True
+            arrays = compute()
+            atomic_save_npz(path, arrays)
+            return arrays, False
+
+    def load(self, kind: str, key: str) -> dict[str, np.ndarray] | None:
+        path = self.path(kind, key)
+        if path is None or not path.exists():
+            return None
+        return self._load(path)
+
+    @staticmethod
+    def _load(path: Path) -> dict[str, np.ndarray]:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}

@@ -1,0 +1,60 @@
+"""Hydra entry point: config in, one pipeline run, summary out.
+
+``lgcexp dataset=isolet algo=lgc noise.rate=0.6 seed=3``; ``lgcexp -m ... seed='range(20)'`` for sweeps.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up logs out of the terminal
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from .errors import UserError  # noqa: E402
+
+
+def _conf_dir() -> str:
+    """``conf/`` of a source checkout (editable install), else the copy shipped inside the package."""
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "conf", here / "conf"):
+        if (cand / "config.yaml").exists():
+            return str(cand)
+    raise RuntimeError("lgcexp: cannot find the conf/ directory next to the package")
+
+
+log = logging.getLogger("lgcexp")
+
+
+@hydra.main(version_base="1.3", config_path=_conf_dir(), config_name="config")
+def _app(cfg: DictConfig) -> float | None:
+    from .pipeline import format_summary
+    from .runner import run_job
+
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    try:
+        result = run_job(cfg, Path(hc.runtime.output_dir), multirun=multirun)
+    except UserError as exc:
+        if multirun:  # recorded in error.json by run_job; the rest of the sweep goes on
+            log.error("job failed: %s", exc)
+            return None
+        print(f"lgcexp: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if result is None:  # skipped (already done)
+        return None
+    print(format_summary(result), flush=True)
+    return result.get("acc_unlabeled")
+
+
+def main() -> None:
+    _app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Stage 6: evaluation. Accuracies are fractions in [0, 1] (tables multiply by 100)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .labels import LabelSplit
+
+
+def accuracy(pred: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean(pred == truth)) if truth.size else float("nan")
+
+
+def evaluate(pred_all: np.ndarray, labeled_pred: np.ndarray, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
+    """Accuracy on unlabelled points (vs true labels) and on labelled points (vs the CLEAN labels)."""
+    unl = split.unlabeled_mask(y_true.size)
+    return {
+        "acc_unlabeled": accuracy(pred_all[unl], y_true[unl]),
+        "acc_labeled": accuracy(labeled_pred, split.y_clean),
+        "acc_labeled_observed": accuracy(labeled_pred, split.y_observed),
+        "n_labeled": split.n_labeled,
+        "n_flipped": split.n_flipped,
+        "n_unlabeled": int(unl.sum()),
+    }
+
+
+def detection_metrics(dropped: np.ndarray, score: np.ndarray, flipped: np.ndarray) -> dict[str, Any]:
+    """How well a noisy-label detector finds the flipped labels.
+
+    ``dropped``: boolean decisions; ``score``: higher = more suspicious (for ROC AUC).
+    Precision/recall/F1 of ``dropped`` against ``flipped``; AUC is NaN when only one class is present.
+    """
+    dropped = np.asarray(dropped, dtype=bool)
+    flipped = np.asarray(flipped, dtype=bool)
+    tp = int(np.sum(dropped & flipped))
+    prec = tp / dropped.sum() if dropped.sum() else float("nan")
+    rec = tp / flipped.sum() if flipped.sum() else float("nan")
+    f1 = 2 * prec * rec / (prec + rec) if np.isfinite(prec) and np.isfinite(rec) and (prec + rec) > 0 else float("nan")
+    auc = float("nan")
+    if 0 < flipped.sum() < flipped.size:
+        from sklearn.metrics import roc_auc_score
+
+        auc = float(roc_auc_score(flipped, score))
+    return {"detect_precision": float(prec), "detect_recall": float(rec), "detect_f1": float(f1), "detect_auc": auc}

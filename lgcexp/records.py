@@ -1,0 +1,46 @@
+"""Stage 7: run records. ``result.json`` and ``labels.csv`` per run, written atomically."""
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .cache import atomic_write_text
+
+RESULT_FILE = "result.json"
+ERROR_FILE = "error.json"
+LABELS_FILE = "labels.csv"
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    atomic_write_text(Path(path), json.dumps(_jsonable(payload), indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def write_labels_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
+    buf = io.StringIO()
+    pd.DataFrame(columns).to_csv(buf, index=False)
+    atomic_write_text(Path(path), buf.getvalue())

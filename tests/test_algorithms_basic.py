@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+from conftest import random_graph
+from lgcexp.algorithms import make_algorithm
+from lgcexp.algorithms.gfhf import GFHF
+from lgcexp.algorithms.lgc import LGC, lgc_propagate
+from lgcexp.errors import UserError
+from lgcexp.linalg import block_cg
+
+
+def test_block_cg_against_dense_solve():
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(30, 30))
+    A = M @ M.T + 30 * np.eye(30)
+    B = rng.normal(size=(30, 4))
+    X, it, res = block_cg(lambda V: A @ V, B, tol=1e-12)
+    assert np.allclose(X, np.linalg.solve(A, B), atol=1e-9) and res <= 1e-12
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.9, 0.99])
+def test_lgc_against_dense_inverse(alpha):
+    g, _ = random_graph(50, 4, seed=1)
+    labeled = np.array([0, 7, 13, 22, 31, 40])
+    y = np.array([0, 1, 2, 0, 1, 2])
+    algo = LGC(alpha=alpha).fit(g, labeled, y, 3)
+    Y = np.zeros((50, 3)); Y[labeled, y] = 1
+    S = g.S.toarray()
+    ref = np.linalg.inv(np.eye(50) - alpha * S) @ Y
+    assert np.allclose(algo.scores_, ref, atol=1e-8)
+    assert np.array_equal(algo.predict(), ref.argmax(1))
+
+
+def test_lgc_power_matches_cg():
+    g, _ = random_graph(40, 4, seed=2)
+    Y = np.zeros((40, 2)); Y[[0, 5], [0, 1]] = 1
+    F_cg, _ = lgc_propagate(g.S, Y, 0.9)
+    F_pw, _ = lgc_propagate(g.S, Y, 0.9, solver="power", t=1000)
+    assert np.allclose(F_cg, F_pw, atol=1e-9)
+
+
+def test_gfhf_against_closed_form():
+    g, _ = random_graph(45, 4, seed=3)
+    labeled = np.array([1, 10, 20, 30, 44])
+    y = np.array([0, 1, 1, 0, 2])
+    algo = GFHF(tol=1e-12).fit(g, labeled, y, 3)
+    W = g.W.toarray(); d = W.sum(1)
+    P = W / d[:, None]
+    unl = np.setdiff1d(np.arange(45), labeled)
+    YL = np.eye(3)[y]
+    FU = np.linalg.inv(np.eye(unl.size) - P[np.ix_(unl, unl)]) @ P[np.ix_(unl, labeled)] @ YL
+    assert np.allclose(algo.scores_[unl], FU, atol=1e-8)
+    assert np.array_equal(algo.scores_[labeled], YL)
+    assert np.array_equal(algo.labeled_pred_, y)  # labelled rows keep their given labels
+
+
+def test_bad_algorithm_params():
+    with pytest.raises(UserError, match="algo.alpha=1.5"):
+        LGC(alpha=1.5)
+    with pytest.raises(UserError, match="algo.solver"):
+        LGC(solver="lu")
+    with pytest.raises(UserError, match="unknown algorithm 'nope'"):
+        make_algorithm("nope", {})
+    with pytest.raises(UserError, match="bad parameters for algo=lgc"):
+        make_algorithm("lgc", {"beta": 1})
