@@ -19,7 +19,7 @@ from .algorithms import make_algorithm
 from .cache import Cache, stable_hash
 from .config import semantic_config, to_container, validate
 from .data import load_dataset
-from .evaluate import evaluate
+from .evaluate import detection_metrics, evaluate
 from .graph import build_graph, check_graph_params
 from .labels import check_label_count, sample_and_corrupt
 from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
@@ -100,6 +100,9 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     with timer.stage("evaluate"):
         pred = algorithm.predict()
         metrics = evaluate(pred, algorithm.labeled_pred_, data.y, split)
+        # label-noise detectors (AutoL) expose per-label decisions and a suspicion score
+        if getattr(algorithm, "dropped_", None) is not None:
+            metrics.update(detection_metrics(algorithm.dropped_, algorithm.suspicion_, split.flipped))
 
     result: dict[str, Any] = {
         "dataset": data.name,
@@ -131,6 +134,9 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
             **algorithm.label_info_,
         }
         write_labels_csv(out / LABELS_FILE, columns)
+        if c.get("plot") and hasattr(algorithm, "plot"):
+            # figures may use the true labels for evaluation curves; they never steer the fit
+            result["figures"] = algorithm.plot(out, y_true=data.y, split=split)
         write_json(out / RESULT_FILE, result)
         result["_out_dir"] = str(out)
     return result

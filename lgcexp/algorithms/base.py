@@ -9,6 +9,13 @@ graph and the observed labels of the labelled points, and then holds:
   argmax of ``scores_`` on those rows; AutoL and SIIS override it);
 - ``info_``: extra scalar results for ``result.json``;
 - ``label_info_``: extra per-label columns for ``labels.csv`` (arrays aligned with the labelled points).
+
+Optional hooks the pipeline uses when present:
+
+- ``dropped_`` (bool per label) and ``suspicion_`` (float per label, higher = more likely noisy): the
+  evaluate stage scores them against the flipped labels (precision/recall/F1, ROC AUC);
+- ``plot(out_dir, y_true, split) -> list[str]``: figures/CSVs written when ``plot=true``; ``y_true`` is
+  for evaluation curves only.
 """
 from __future__ import annotations
 
