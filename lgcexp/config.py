@@ -16,6 +16,8 @@ from .labels import check_noise_rate
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
 NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot")
+#: every value the top-level ``loss`` option can take (each method accepts a subset)
+KNOWN_LOSSES = ("xent", "ce", "mse", "mae")
 
 
 def to_container(cfg: DictConfig) -> dict[str, Any]:
@@ -55,6 +57,9 @@ def validate(c: dict[str, Any]) -> None:
     if algo not in ALGORITHMS:
         raise UserError(f"unknown algorithm {algo!r}; choose one of: {', '.join(ALGORITHMS)}")
     _int(c.get("seed"), "seed")
+    loss = c.get("loss")
+    if loss is not None and loss not in KNOWN_LOSSES:
+        raise UserError(f"loss={loss!r} is not allowed: choose one of {', '.join(KNOWN_LOSSES)}")
     check_noise_rate(c["noise"].get("rate"))
     if c["noise"].get("kind", "uniform") != "uniform":
         raise UserError(f"noise.kind={c['noise'].get('kind')!r} is not allowed: choose one of uniform")

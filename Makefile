@@ -1,0 +1,26 @@
+# lgcexp: one command from a fresh clone to the paper's tables.
+PYTHON ?= python3
+# Tests and CI read the real data from ../shared/data when it is there (never committed).
+SHARED_DATA := $(abspath ../shared/data)
+export LGCEXP_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/isolet.npz),$(SHARED_DATA),$(HOME)/.cache/lgcexp/data)
+JOBS ?= 2
+
+.PHONY: install install-gpu test test-all bench reproduce-tables reproduce-tables-quick tables clean
+
+install:            ## install lgcexp (CPU TensorFlow + faiss) with the dev tools into the current Python
+	$(PYTHON) -m pip install -e '.[cpu,dev]'
+
+install-gpu:        ## same with the CUDA builds of TensorFlow and faiss
+	$(PYTHON) -m pip install -e '.[gpu,dev]'
+
+test:               ## unit + end-to-end tests (full-MNIST tests are marked and left out)
+	$(PYTHON) -m pytest -q
+
+test-all:           ## also the full-MNIST tests
+	$(PYTHON) -m pytest -q -m ""
+
+bench:              ## speed figures -> results/bench/
+	$(PYTHON) scripts/bench.py
+
+clean:
+	rm -rf outputs multirun .pytest_cache

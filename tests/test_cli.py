@@ -1,0 +1,55 @@
+"""The console script as a user meets it (subprocess)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def lgcexp(*args, tmp: Path, env_extra=None):
+    env = {**os.environ, "LGCEXP_CACHE_DIR": str(tmp / "cache"), "LGCEXP_OUTPUT_DIR": str(tmp / "out")}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "lgcexp.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp, timeout=300)
+
+
+def test_default_run_prints_summary(tmp_path):
+    p = lgcexp(tmp=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "dataset=digits algo=lgc" in p.stdout and "labelled=100" in p.stdout and "flipped=20" in p.stdout
+    assert "accuracy: unlabelled" in p.stdout and "seconds:" in p.stdout
+    results = list((tmp_path / "out").rglob("result.json"))
+    assert len(results) == 1 and json.loads(results[0].read_text())["algo"] == "lgc"
+
+
+def test_help_and_cfg(tmp_path):
+    h = lgcexp("--help", tmp=tmp_path)
+    assert h.returncode == 0 and "dataset" in h.stdout and "algo" in h.stdout
+    c = lgcexp("--cfg", "job", "dataset=isolet", tmp=tmp_path)
+    assert c.returncode == 0 and "name: isolet" in c.stdout and "sigma: 100.0" in c.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["noise.rate=1.5"], "noise.rate=1.5"),
+    (["labels.n=3"], "labels.n=3"),
+    (["loss=hinge"], "loss='hinge'"),
+])
+def test_user_errors_exit_nonzero_one_line(tmp_path, args, needle):
+    p = lgcexp(*args, tmp=tmp_path)
+    assert p.returncode == 2
+    lines = [l for l in p.stderr.strip().splitlines() if l.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
+
+
+def test_unknown_group_choice_names_the_choices(tmp_path):
+    p = lgcexp("algo=nope", tmp=tmp_path)
+    assert p.returncode != 0 and "lgc" in p.stderr and "gfhf" in p.stderr
+    p = lgcexp("dataset=nope", tmp=tmp_path)
+    assert p.returncode != 0 and "isolet" in p.stderr and "mnist" in p.stderr
+
+
+def test_missing_data_file_is_a_clear_error(tmp_path):
+    p = lgcexp("dataset=isolet", "paths.download=false", f"paths.data_dir={tmp_path}/empty", tmp=tmp_path)
+    assert p.returncode == 2 and "isolet.npz" in p.stderr and "Traceback" not in p.stderr
