@@ -22,5 +22,14 @@ test-all:           ## also the full-MNIST tests
 bench:              ## speed figures -> results/bench/
 	$(PYTHON) scripts/bench.py
 
+reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel) -> results/tables/
+	$(PYTHON) scripts/reproduce_tables.py --jobs $(JOBS)
+
+reproduce-tables-quick:  ## the same with 3 seeds -> results/quick/tables/
+	$(PYTHON) scripts/reproduce_tables.py --quick --jobs $(JOBS)
+
+tables:             ## rebuild results/tables/ from the runs already under results/runs/
+	lgcexp-tables --root results/runs --out results/tables --runs-csv results/runs.csv
+
 clean:
 	rm -rf outputs multirun .pytest_cache

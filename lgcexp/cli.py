@@ -17,6 +17,9 @@ from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from .errors import UserError  # noqa: E402
+from .rundir import register_resolver  # noqa: E402
+
+register_resolver()
 
 
 def _conf_dir() -> str:
@@ -46,7 +49,8 @@ def _app(cfg: DictConfig) -> float | None:
             return None
         print(f"lgcexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    if result is None:  # skipped (already done)
+    if result is None:  # skipped: this directory already holds the result
+        print(f"lgcexp: skipped, already done: {hc.runtime.output_dir}", flush=True)
         return None
     print(format_summary(result), flush=True)
     return result.get("acc_unlabeled")

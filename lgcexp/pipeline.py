@@ -16,8 +16,9 @@ import numpy as np
 
 from . import __version__
 from .algorithms import make_algorithm
-from .cache import Cache, stable_hash
-from .config import semantic_config, to_container, validate
+from .cache import Cache
+from .config import to_container, validate
+from .rundir import config_hash, effective_config
 from .data import load_dataset
 from .evaluate import detection_metrics, evaluate
 from .graph import build_graph, check_graph_params
@@ -40,10 +41,6 @@ class StageTimer:
             yield
         finally:
             self.seconds[name] = round(time.perf_counter() - t0, 4)
-
-
-def config_hash(container: dict[str, Any]) -> str:
-    return stable_hash(semantic_config(container))
 
 
 def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -118,7 +115,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                   "components": graph.n_components(), "cache_hit": graph_hit},
         "eig": None if eig is None else {"p": p, "cache_hit": eig_hit, **getattr(eig, "summary", lambda: {})()},
         "stage_seconds": {s: timer.seconds.get(s, 0.0) for s in STAGES},
-        "config": semantic_config(c),
+        "config": effective_config(c),
         "config_hash": config_hash(c),
         "lgcexp_version": __version__,
     }

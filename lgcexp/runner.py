@@ -14,13 +14,23 @@ from omegaconf import DictConfig
 
 from .config import to_container
 from .errors import UserError
-from .pipeline import config_hash, run
+from .pipeline import run
+from .rundir import config_hash
 from .records import ERROR_FILE, RESULT_FILE, read_json, write_json
 
 log = logging.getLogger("lgcexp")
 
 
 def run_job(cfg: DictConfig, out_dir: Path, multirun: bool = False) -> dict[str, Any] | None:
+    """Run one job in ``out_dir`` under a lock (parallel duplicates of a sweep wait, then skip)."""
+    from filelock import FileLock
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out_dir / ".lock")):
+        return _run_job_locked(cfg, out_dir, multirun)
+
+
+def _run_job_locked(cfg: DictConfig, out_dir: Path, multirun: bool) -> dict[str, Any] | None:
     container = to_container(cfg)
     h = config_hash(container)
     done = out_dir / RESULT_FILE

@@ -1,0 +1,58 @@
+"""Deterministic run directories for sweeps, so an interrupted sweep resumes where it stopped.
+
+A sweep job's directory is ``<dataset>/<method>/noise=<rate>/seed=<seed>_<hash>``, where ``<hash>`` is the
+hash of the run's *effective* config (the ``loss`` option counts only for methods that use it). The same
+effective config always lands in the same directory, so a finished run is found and skipped, and duplicate
+jobs of a sweep such as ``algo=lgc,autoL loss=mse,xent`` (LGC ignores ``loss``) share one directory.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from .cache import stable_hash
+from .config import semantic_config
+
+RESOLVER = "lgcexp_run_dir"
+
+
+def effective_config(container: dict[str, Any]) -> dict[str, Any]:
+    """The semantic config with ``loss`` cleared for methods that take none."""
+    from .algorithms import ALGORITHMS, algorithm_class
+
+    c = semantic_config(container)
+    name = (c.get("algo") or {}).get("name")
+    if name in ALGORITHMS and c.get("loss") is not None:
+        try:
+            if not algorithm_class(name).losses:
+                c = {**c, "loss": None}
+        except Exception:  # an unavailable algorithm: keep the config as given
+            pass
+    return c
+
+
+def config_hash(container: dict[str, Any]) -> str:
+    return stable_hash(effective_config(container))
+
+
+def method_label(algo: str, loss: str | None) -> str:
+    return f"{algo}-{loss}" if loss else algo
+
+
+def run_dir_name(container: dict[str, Any]) -> str:
+    c = effective_config(container)
+    rate = float(c["noise"]["rate"])
+    return (f"{c['dataset']['name']}/{method_label(c['algo']['name'], c.get('loss'))}/"
+            f"noise={rate:g}/seed={c['seed']}_{stable_hash(c, 8)}")
+
+
+def _resolve_run_dir(*, _root_: DictConfig) -> str:
+    job = {k: v for k, v in _root_.items() if k != "hydra"}
+    container = OmegaConf.to_container(OmegaConf.create(job), resolve=True)
+    return run_dir_name(container)  # type: ignore[arg-type]
+
+
+def register_resolver() -> None:
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, _resolve_run_dir)
