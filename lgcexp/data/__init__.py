@@ -1,0 +1,66 @@
+"""The "load" stage: named data sets as `Dataset(name, X, y, n_classes)`.
+
+    load_dataset("digits")                       # scikit-learn digits, offline
+    load_dataset("spirals", n_samples=500, noise=0.05, seed=1)
+    load_dataset("npz", path="my.npz")           # arrays X (n, d), y (n,)
+    load_dataset("mnist", data_dir="~/data")     # data_dir/mnist.npz, downloaded if missing
+    load_dataset("isolet", data_dir="~/data")    # data_dir/isolet.npz, downloaded if missing
+
+Bad input raises `lgcexp.errors.UserError` with one line. `data_dir` defaults to
+`$LGCEXP_DATA_DIR`, else `./data`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lgcexp.errors import UserError
+
+from .dataset import Dataset, make_dataset
+
+__all__ = ["DATASETS", "Dataset", "load_dataset", "make_dataset", "resolve_data_dir"]
+
+DATASETS: tuple[str, ...] = ("digits", "spirals", "isolet", "mnist", "npz")
+DATA_DIR_ENV = "LGCEXP_DATA_DIR"
+DEFAULT_DATA_DIR = "data"
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
+    """`data_dir` with `~` expanded; None -> `$LGCEXP_DATA_DIR`, else `./data`."""
+    raw = data_dir if data_dir not in (None, "") else (os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+    p = Path(os.path.expanduser(os.fspath(raw)))
+    if p.exists() and not p.is_dir():
+        raise UserError(f"data_dir {str(p)!r} is not a directory; pass a directory holding mnist.npz / isolet.npz")
+    return p
+
+
+def load_dataset(name: str, *, data_dir: str | None = None, path: str | None = None,
+                 download: bool = True, n_samples: int = 1000, noise: float = 0.0, seed: int = 0) -> Dataset:
+    """Load data set `name` (one of DATASETS) as a checked Dataset.
+
+    `data_dir` is used by isolet/mnist, `path` by npz, and `n_samples`/`noise`/`seed` by spirals.
+    With `download=False` a missing isolet/mnist file is an error instead of a download.
+    """
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key == "digits":
+        from .builtin import load_digits
+
+        return load_digits()
+    if key == "spirals":
+        from .builtin import make_spirals
+
+        return make_spirals(n_samples=n_samples, noise=noise, seed=seed)
+    if key == "npz":
+        from .builtin import load_npz
+
+        return load_npz(path)
+    if key == "mnist":
+        from . import mnist
+
+        return mnist.load(resolve_data_dir(data_dir), bool(download))
+    if key == "isolet":
+        from . import isolet
+
+        return isolet.load(resolve_data_dir(data_dir), bool(download))
+    raise UserError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")

@@ -1,0 +1,79 @@
+"""Built-in data sets that need no download: digits, spirals, and a user's own npz."""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+
+import numpy as np
+
+from lgcexp.errors import UserError
+
+from .dataset import Dataset, make_dataset
+from .download import one_line
+
+
+def load_digits() -> Dataset:
+    """scikit-learn's 8x8 digits: 1797 x 64 float64 (values 0..16), 10 classes."""
+    from sklearn.datasets import load_digits as _sk_digits
+
+    d = _sk_digits()
+    return make_dataset("digits", d.data, d.target)
+
+
+def make_spirals(n_samples: int = 1000, noise: float = 0.0, seed: int = 0) -> Dataset:
+    """Two interleaved spirals (class 0 and class 1), the classic graph-SSL toy.
+
+    Angles t = sqrt(u) * 13/6 pi (u ~ U(0, 1], about 1.1 turns) give points t * (-cos t, sin t)
+    scaled to radius <= 1; class 1 is class 0 rotated by 180 degrees. Gaussian noise with
+    standard deviation `noise` is added to both coordinates. Rows are shuffled. Deterministic
+    in `seed` (numpy default_rng).
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
+        raise UserError(f"spirals: n_samples must be an integer >= 2, got {n_samples!r}")
+    try:
+        noise = float(noise)
+    except (TypeError, ValueError):
+        raise UserError(f"spirals: noise must be a number >= 0, got {noise!r}") from None
+    if not math.isfinite(noise) or noise < 0:
+        raise UserError(f"spirals: noise must be a finite number >= 0, got {noise!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise UserError(f"spirals: seed must be an integer, got {seed!r}")
+    n = int(n_samples)
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.array([0, 1], dtype=np.int64), [(n + 1) // 2, n // 2])
+    t_max = 13.0 / 6.0 * np.pi
+    t = np.sqrt(1.0 - rng.random(n)) * t_max  # in (0, t_max]
+    X = np.stack([-np.cos(t) * t, np.sin(t) * t], axis=1) / t_max
+    X[y == 1] *= -1.0
+    if noise > 0:
+        X += noise * rng.standard_normal(X.shape)
+    order = rng.permutation(n)
+    return make_dataset("spirals", X[order], y[order])
+
+
+def load_npz(path: str | os.PathLike | None) -> Dataset:
+    """A user's npz with arrays `X` (n, d) and `y` (n,); labels (ints or strings) are remapped to 0..c-1."""
+    if path is None or str(path) == "":
+        raise UserError("dataset 'npz' needs a file: pass path=/path/to/file.npz (arrays X and y)")
+    p = os.path.expanduser(os.fspath(path))
+    if not os.path.isfile(p):
+        raise UserError(f"npz file not found: {p!r} (dataset 'npz' needs an existing .npz with arrays X and y)")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            found = sorted(z.files)
+            missing = [k for k in ("X", "y") if k not in found]
+            if missing:
+                raise UserError(f"{p}: missing array(s) {', '.join(missing)}; found {found or 'no arrays'}; "
+                                "the npz needs arrays X (n, d) and y (n,)")
+            X, y = z["X"], z["y"]
+    except UserError:
+        raise
+    except ValueError as e:
+        if "pickle" in str(e):
+            raise UserError(f"{p}: holds object arrays (pickled); save X and y as plain numeric/string arrays") from None
+        raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
+        raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
+    return make_dataset("npz", X, y, source=p)
