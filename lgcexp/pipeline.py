@@ -92,7 +92,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                                                 **{k: v for k, v in eig_cfg.items() if k != "p"})
 
     with timer.stage("optimize"):
-        algorithm.fit(graph, split.labeled, split.y_observed, data.n_classes, eig=eig, progress=progress)
+        algorithm.fit(graph, split.labeled, split.y_observed, data.n_classes, eig=eig, progress=progress,
+                      cache=cache)
 
     with timer.stage("evaluate"):
         pred = algorithm.predict()

@@ -80,7 +80,12 @@ class GraphSSLAlgorithm:
         *,
         eig: Any = None,
         progress: bool = False,
+        cache: Any = None,
     ) -> "GraphSSLAlgorithm":
+        """Fit on the observed labels of the labelled points.
+
+        ``eig``: Laplacian eigenpairs when ``required_eigenpairs() > 0``; ``cache``: an optional
+        :class:`lgcexp.cache.Cache` for seed-level intermediates (e.g. AutoL's P_LL)."""
         labeled = np.asarray(labeled, dtype=np.int64)
         y_labeled = np.asarray(y_labeled, dtype=np.int64)
         if labeled.shape != y_labeled.shape or labeled.ndim != 1:
@@ -91,6 +96,7 @@ class GraphSSLAlgorithm:
             raise ValueError("labels must lie in 0..n_classes-1")
         self.info_: dict[str, Any] = {}
         self.label_info_: dict[str, np.ndarray] = {}
+        self._cache = cache
         self._fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress)
         if not hasattr(self, "labeled_pred_") or self.labeled_pred_ is None:
             self.labeled_pred_ = self.scores_[labeled].argmax(axis=1)
