@@ -20,6 +20,7 @@ from .cache import Cache
 from .config import to_container, validate
 from .rundir import config_hash, effective_config
 from .data import load_dataset
+from .errors import UserError
 from .evaluate import detection_metrics, evaluate
 from .graph import build_graph, check_graph_params
 from .labels import check_label_count, sample_and_corrupt
@@ -58,12 +59,12 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
 
     with timer.stage("load"):
         ds_cfg = dict(c["dataset"])
-        data = load_dataset(
-            ds_cfg.pop("name"),
-            data_dir=paths.get("data_dir"),
-            download=bool(paths.get("download", True)),
-            **ds_cfg,
-        )
+        ds_name = ds_cfg.pop("name")
+        try:
+            data = load_dataset(ds_name, data_dir=paths.get("data_dir"), download=bool(paths.get("download", True)),
+                                **ds_cfg)
+        except TypeError as exc:  # an option the loader does not take, e.g. +dataset.foo=1
+            raise UserError(f"bad option for dataset={ds_name}: {exc}") from exc
         check_label_count(int(c["labels"]["n"]), data.n, data.n_classes)
         g = c["graph"]
         check_graph_params(g["k"], g["sigma"], g.get("symmetrize", "union"), data.n)
