@@ -102,6 +102,9 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         # label-noise detectors (AutoL) expose per-label decisions and a suspicion score
         if getattr(algorithm, "dropped_", None) is not None:
             metrics.update(detection_metrics(algorithm.dropped_, algorithm.suspicion_, split.flipped))
+        # methods that correct labels and then propagate (AutoL) also report the propagated labelled readout
+        if getattr(algorithm, "lgc_labeled_pred_", None) is not None:
+            metrics["acc_labeled_lgc"] = float(np.mean(algorithm.lgc_labeled_pred_ == split.y_clean))
 
     result: dict[str, Any] = {
         "dataset": data.name,
