@@ -48,11 +48,21 @@ def main() -> int:
            "--runs-csv", str(results / "runs.csv"), "--command", "make reproduce-tables" + ("-quick" if a.quick else "")]
     rc = subprocess.call(cmd, env=env)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# Provenance", "", f"- date: {now}",
+    prov = tables / "PROVENANCE.md"
+    rows = {}  # keep the timing rows of experiments not rerun this time
+    if prov.exists():
+        for line in prov.read_text().splitlines():
+            if line.startswith("| `lgcexp"):
+                rows[line.split("`")[1]] = line
+    for c, s, r in timings:
+        rows[c] = f"| `{c}` | {s / 60:.1f} min | {r} | {now} |"
+    lines = ["# Provenance", "", f"- tables rebuilt: {now}",
              f"- machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), Python {platform.python_version()}",
-             f"- parallel jobs: {a.jobs}", "", "| command | wall time | exit |", "|---|---|---|"]
-    lines += [f"| `{c}` | {s / 60:.1f} min | {r} |" for c, s, r in timings]
-    (tables / "PROVENANCE.md").write_text("\n".join(lines) + "\n")
+             f"- parallel jobs: {a.jobs}", "- runs are resumable: a rerun only computes missing runs, so a wall time "
+             "covers the runs computed by that invocation", "",
+             "| command | wall time | exit | finished |", "|---|---|---|---|"]
+    lines += list(rows.values())
+    prov.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return rc or max((r for _, _, r in timings), default=0)
 
