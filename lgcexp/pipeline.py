@@ -68,6 +68,15 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         check_label_count(int(c["labels"]["n"]), data.n, data.n_classes)
         g = c["graph"]
         check_graph_params(g["k"], g["sigma"], g.get("symmetrize", "union"), data.n)
+        # checks that need n and c, still before any heavy work
+        if hasattr(algorithm, "check_data"):
+            algorithm.check_data(data.n, data.n_classes)
+        p = algorithm.required_eigenpairs()
+        eig_cfg = {k: v for k, v in (c.get("eig") or {}).items() if k != "p"}
+        if p:
+            from .spectral import check_eig_params
+
+            check_eig_params(p, data.n, eig_cfg.get("solver", "auto"), eig_cfg.get("tol", 1e-8))
         fingerprint = data.fingerprint()
     log.info("loaded %s: n=%d, d=%d, %d classes", data.name, data.n, data.X.shape[1], data.n_classes)
 
@@ -83,14 +92,14 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
 
     eig = None
     eig_hit = None
-    p = algorithm.required_eigenpairs()
     with timer.stage("eig"):
         if p:
             from .spectral import laplacian_eigenpairs
 
-            eig_cfg = c.get("eig") or {}
-            eig, eig_hit = laplacian_eigenpairs(graph, p, cache=cache, progress=progress,
-                                                **{k: v for k, v in eig_cfg.items() if k != "p"})
+            try:
+                eig, eig_hit = laplacian_eigenpairs(graph, p, cache=cache, progress=progress, **eig_cfg)
+            except TypeError as exc:  # an option the solver does not take, e.g. +eig.foo=1
+                raise UserError(f"bad eig option: {exc}") from exc
 
     with timer.stage("optimize"):
         algorithm.fit(graph, split.labeled, split.y_observed, data.n_classes, eig=eig, progress=progress,

@@ -1,6 +1,10 @@
 import os
 from pathlib import Path
 
+# One BLAS thread: on a loaded 2-core machine, threads waiting for a busy core make LAPACK far slower.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 import pytest
 import scipy.sparse as sp

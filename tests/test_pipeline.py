@@ -100,6 +100,24 @@ def test_bad_input_is_one_clear_line(tmp_path, override, msg):
     assert msg in text and "\n" not in text
 
 
+@pytest.mark.parametrize("overrides,msg", [
+    (("algo=autoD", "eig.p=1797"), "p=1797"),
+    (("algo=autoD", "eig.p=5"), "p=5"),
+    (("algo=autoD", "eig.solver=magic"), "eig.solver='magic'"),
+    (("algo=siis", "algo.params.m=4000"), "algo.m=4000"),
+])
+def test_eigen_settings_refused_before_the_graph(tmp_path, monkeypatch, overrides, msg):
+    import lgcexp.pipeline as pl
+
+    def no_graph(*a, **k):
+        raise AssertionError("the graph stage must not start")
+
+    monkeypatch.setattr(pl, "build_graph", no_graph)
+    with pytest.raises(UserError) as exc:
+        run(make_cfg(*overrides, tmp=tmp_path))
+    assert msg in str(exc.value)
+
+
 def test_npz_without_labels_count_is_refused(tmp_path):
     with pytest.raises(UserError, match="labels.n|dataset.path"):
         run(make_cfg("dataset=npz", tmp=tmp_path))

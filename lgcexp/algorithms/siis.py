@@ -334,14 +334,17 @@ class SIIS(GraphSSLAlgorithm):
         start = int(self.drop_trivial)
         return vectors[:, start:p], values[start:p]
 
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
-        n = graph.n
-        p = self.required_eigenpairs()
-        if p >= n:
+    def check_data(self, n: int, n_classes: int) -> None:
+        """m must be below n and at least the number of classes (called by the pipeline before any work)."""
+        if self.required_eigenpairs() >= n:
             raise UserError(f"algo.m={self.m} is not allowed here: it must be less than the number of points ({n})"
                             + (" minus 1 with drop_trivial" if self.drop_trivial else ""))
         if self.m < n_classes:
             raise UserError(f"algo.m={self.m} is not allowed here: it must be at least the number of classes ({n_classes})")
+
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
+        n = graph.n
+        self.check_data(n, n_classes)
         t0 = time.perf_counter()
         U, sigma = self._basis(graph, eig, progress)
         W = graph.W
