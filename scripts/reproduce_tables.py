@@ -27,6 +27,8 @@ def main() -> int:
     a = ap.parse_args()
     results = Path(os.environ.get("LGCEXP_RESULTS_DIR", "results/quick" if a.quick else "results"))
     env = {**os.environ, "LGCEXP_RESULTS_DIR": str(results), "LGCEXP_JOBS": str(a.jobs)}
+    if a.jobs > 1:  # one BLAS thread per worker: parallel workers already fill the cores
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
     timings = []
     for exp in a.only:
         cmd = ["lgcexp", f"experiment={exp}"]
