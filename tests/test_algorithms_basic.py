@@ -54,6 +54,18 @@ def test_gfhf_against_closed_form():
     assert np.array_equal(algo.labeled_pred_, y)  # labelled rows keep their given labels
 
 
+def test_gfhf_class_mass_normalisation():
+    g, _ = random_graph(45, 4, seed=4)
+    labeled = np.array([1, 10, 20, 30, 44, 5])
+    y = np.array([0, 1, 1, 0, 2, 1])
+    plain = GFHF(tol=1e-12).fit(g, labeled, y, 3)
+    cmn = GFHF(tol=1e-12, cmn=True).fit(g, labeled, y, 3)
+    unl = np.setdiff1d(np.arange(45), labeled)
+    prior = np.bincount(y, minlength=3) / y.size
+    assert np.allclose(cmn.scores_[unl].sum(0), prior)  # column masses match the label proportions
+    assert np.allclose(cmn.scores_[unl], plain.scores_[unl] * prior / plain.scores_[unl].sum(0))
+
+
 def test_bad_algorithm_params():
     with pytest.raises(UserError, match="algo.alpha=1.5"):
         LGC(alpha=1.5)
