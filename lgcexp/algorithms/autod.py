@@ -191,6 +191,7 @@ def gradient_search(sl: SpectralLOO, loss: str, *, x0: float, x_min: float, x_ma
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
+    tf.get_logger().setLevel("ERROR")  # no retracing chatter from reused sweep workers
     U_L = tf.constant(sl.U_L)
     U_L2 = tf.constant(sl.U_L2)
     B = tf.constant(sl.B)

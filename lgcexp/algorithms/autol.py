@@ -79,6 +79,8 @@ def _tf():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
+    # each fit builds its own tf.function; in a reused sweep worker TF would warn about "retracing"
+    tf.get_logger().setLevel("ERROR")
     return tf
 
 
