@@ -59,7 +59,7 @@ import scipy.sparse as sp
 
 from ..errors import UserError
 from ..graph import Graph
-from ..linalg import NotConverged
+from ..linalg import block_cg, shifted_operator
 from .base import GraphSSLAlgorithm, check_alpha, check_choice, check_positive, one_hot
 from .lgc import lgc_propagate
 
@@ -87,43 +87,6 @@ def _tf():
 # --------------------------------------------------------------------------------------------------------
 # 1-2. Propagation submatrix and the leave-one-out matrix A
 # --------------------------------------------------------------------------------------------------------
-
-
-def _cg_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, tol: float, maxiter: int) -> tuple[np.ndarray, int, float]:
-    """Conjugate gradient for ``(I - alpha S) X = Bm``, every column at once, in place (no per-step copies).
-
-    Each column runs its own CG recursion; stops when every ``||r_j|| <= tol ||b_j||``.
-    Returns (X, iterations, worst relative residual).
-    """
-    X = np.zeros_like(Bm)
-    R = Bm.copy()
-    P = R.copy()
-    T = np.empty_like(Bm)
-    rr = np.einsum("ij,ij->j", R, R)
-    bnorm2 = rr.copy()
-    bnorm2[bnorm2 == 0] = 1.0
-    it = 0
-    rel = float(np.sqrt((rr / bnorm2).max(initial=0.0)))
-    while rel > tol:
-        if it >= maxiter:
-            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {rel:.2e})")
-        AP = S @ P
-        AP *= -alpha
-        AP += P
-        pAp = np.einsum("ij,ij->j", P, AP)
-        step = np.where(pAp > 0, rr / np.where(pAp > 0, pAp, 1.0), 0.0).astype(Bm.dtype)
-        np.multiply(P, step, out=T)
-        X += T
-        np.multiply(AP, step, out=AP)
-        R -= AP
-        rr_new = np.einsum("ij,ij->j", R, R)
-        beta = np.where(rr > 0, rr_new / np.where(rr > 0, rr, 1.0), 0.0).astype(Bm.dtype)
-        rr = rr_new
-        P *= beta
-        P += R
-        it += 1
-        rel = float(np.sqrt((rr / bnorm2).max(initial=0.0)))
-    return X, it, rel
 
 
 def _power_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, t: int) -> np.ndarray:
@@ -195,7 +158,7 @@ def propagation_submatrix(
             E = np.zeros((n, cols.size), dtype=dt)
             E[rows[cols], np.arange(cols.size)] = 1.0
             if solver == "cg":
-                X, it, rel = _cg_columns(Sd, E, alpha, tol, maxiter)
+                X, it, rel = block_cg(shifted_operator(Sd, alpha), E, tol=tol, maxiter=maxiter)
                 X *= 1.0 - alpha
                 iters, resid = max(iters, it), max(resid, rel)
             else:

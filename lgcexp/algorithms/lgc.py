@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Graph
-from ..linalg import block_cg
+from ..linalg import block_cg, shifted_operator
 from .base import GraphSSLAlgorithm, check_alpha, check_choice, check_positive, label_matrix
 
 SOLVERS = ("cg", "power")
@@ -27,7 +27,7 @@ def lgc_propagate(
     """
     Y = np.asarray(Y, dtype=np.float64)
     if solver == "cg":
-        F, it, _ = block_cg(lambda X: X - alpha * (S @ X), Y, tol=tol, maxiter=maxiter)
+        F, it, _ = block_cg(shifted_operator(S, alpha), Y, tol=tol, maxiter=maxiter)
         return F, it
     F = Y.copy()
     for _ in range(t):
