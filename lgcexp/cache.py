@@ -12,7 +12,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
 from filelock import FileLock
@@ -24,14 +24,17 @@ def stable_hash(obj: Any, length: int = 16) -> str:
     return hashlib.sha256(blob).hexdigest()[:length]
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename; never leaves a partial file."""
+@contextmanager
+def atomic_open(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary file handle whose content appears at ``path`` only if the block completes: it writes to a
+    temporary file in the same directory, fsyncs and renames it into place; on any error the temporary file
+    is removed and ``path`` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -41,17 +44,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with atomic_open(path) as fh:
+        fh.write(data)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """``np.savez`` through a temporary file and a rename."""
-    import io
-
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+def atomic_save_npz(path: Path, arrays: dict[str, np.ndarray], compressed: bool = False) -> None:
+    """``np.savez`` (or ``savez_compressed``) through a temporary file and a rename."""
+    with atomic_open(path) as fh:
+        (np.savez_compressed if compressed else np.savez)(fh, **arrays)
 
 
 class Cache:
@@ -64,7 +69,8 @@ class Cache:
         return None if self.root is None else self.root / f"{kind}-{key}.npz"
 
     @contextmanager
-    def _locked(self, path: Path) -> Iterator[None]:
+    def locked(self, path: Path) -> Iterator[None]:
+        """Hold the entry's file lock (parallel workers wait for each other)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(path) + ".lock"):
             yield
@@ -77,10 +83,10 @@ class Cache:
         if path is None:
             return compute(), False
         if path.exists():
-            return self._load(path), True
-        with self._locked(path):
+            return self.read(path), True
+        with self.locked(path):
             if path.exists():  # another worker finished it while we waited
-                return self._load(path), True
+                return self.read(path), True
             arrays = compute()
             atomic_save_npz(path, arrays)
             return arrays, False
@@ -89,9 +95,10 @@ class Cache:
         path = self.path(kind, key)
         if path is None or not path.exists():
             return None
-        return self._load(path)
+        return self.read(path)
 
     @staticmethod
-    def _load(path: Path) -> dict[str, np.ndarray]:
+    def read(path: Path) -> dict[str, np.ndarray]:
+        """All arrays of one cache file."""
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}

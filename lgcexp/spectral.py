@@ -420,7 +420,7 @@ def _cached_candidates(cache: Cache, graph_key: str, p: int) -> list[tuple[int, 
 def _load_usable(cache: Cache, graph_key: str, p: int, tol: float) -> Eigenpairs | None:
     for p_cached, path in _cached_candidates(cache, graph_key, p):
         try:
-            eig = Eigenpairs.from_arrays(Cache._load(path))
+            eig = Eigenpairs.from_arrays(Cache.read(path))
         except Exception as exc:  # pragma: no cover - a damaged entry is ignored and recomputed
             log.warning("ignoring unreadable eigenpair cache entry %s (%s)", path, exc)
             continue
@@ -449,7 +449,7 @@ def laplacian_eigenpairs(graph, p: int, *, cache: Cache | None = None, progress:
         log.info("eigenpairs: p=%d from cache (%s, residual %.2e)", p, hit.solver, hit.residual)
         return hit, True
     path = cache.path(CACHE_KIND, _cache_key(graph.key, p))
-    with cache._locked(path):
+    with cache.locked(path):
         hit = _load_usable(cache, graph.key, p, tol)  # another worker may have finished meanwhile
         if hit is not None:
             return hit, True

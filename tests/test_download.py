@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lgcexp.cache import atomic_save_npz
+
 from lgcexp.data import download, isolet, load_dataset, lzw, mnist
 from lgcexp.errors import UserError
 
@@ -302,9 +304,9 @@ def test_atomic_write_failure_leaves_nothing(tmp_path, monkeypatch):
         f.write(b"half a file")
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(download.np, "savez_compressed", boom)
+    monkeypatch.setattr(np, "savez_compressed", boom)
     with pytest.raises(RuntimeError):
-        download.atomic_savez(tmp_path / "x.npz", X=np.zeros(3))
+        atomic_save_npz(tmp_path / "x.npz", {"X": np.zeros(3)}, compressed=True)
     assert list(tmp_path.iterdir()) == []
 
 

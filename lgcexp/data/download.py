@@ -1,15 +1,12 @@
-"""Fetching raw files (stdlib urllib, tqdm bar) and writing files atomically."""
+"""Fetching raw files (stdlib urllib, tqdm bar); atomic writes come from lgcexp.cache."""
 
 from __future__ import annotations
 
 import http.client
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
-
-import numpy as np
 
 from lgcexp.errors import UserError
 
@@ -74,19 +71,3 @@ def fetch(fname: str, urls: list[str], data_dir: Path, target: str) -> tuple[byt
                     f"put {target} in {data_dir}/ or put {fname} there to have it converted")
 
 
-def atomic_savez(path: Path, **arrays: np.ndarray) -> None:
-    """np.savez_compressed to a temp file next to `path`, then os.replace: no half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -24,7 +24,8 @@ from lgcexp.errors import UserError
 
 from . import lzw
 from .dataset import Dataset, make_dataset
-from .download import atomic_savez, base_urls, fetch, one_line
+from ..cache import atomic_save_npz
+from .download import base_urls, fetch, one_line
 
 FILENAME = "isolet.npz"
 URL_ENV = "LGCEXP_ISOLET_URL"
@@ -144,5 +145,5 @@ def build(data_dir: Path) -> Path:
     X, y, part = np.concatenate(Xs), np.concatenate(ys), np.concatenate(parts)
     check(X, y, part, f"{ZIP_NAME} from {src}")
     path = data_dir / FILENAME
-    atomic_savez(path, X=X, y=y, part=part)
+    atomic_save_npz(path, {"X": X, "y": y, "part": part}, compressed=True)
     return path

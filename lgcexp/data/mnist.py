@@ -16,7 +16,8 @@ import numpy as np
 from lgcexp.errors import UserError
 
 from .dataset import Dataset, make_dataset
-from .download import atomic_savez, base_urls, fetch, one_line
+from ..cache import atomic_save_npz
+from .download import base_urls, fetch, one_line
 
 FILENAME = "mnist.npz"
 URL_ENV = "LGCEXP_MNIST_URL"
@@ -125,5 +126,5 @@ def build(data_dir: Path) -> Path:
         if sha != ARRAY_SHA256[key]:
             raise UserError(f"converted MNIST: sha256 of {key} is {sha}, expected {ARRAY_SHA256[key]}")
     path = data_dir / FILENAME
-    atomic_savez(path, X=X, y=y)
+    atomic_save_npz(path, {"X": X, "y": y}, compressed=True)
     return path
