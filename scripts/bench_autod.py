@@ -171,7 +171,6 @@ def bench_sweep(args) -> None:
     E[labeled, np.arange(labeled.size)] = 1.0
     sel = np.arange(0, xs.size, args.cg_every)
     cg_t, rows = [], []
-    X0 = None
     for j in sel:
         a = float(alpha_of_x(xs[j]))
         t0 = time.perf_counter()

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..graph import Graph
-from .base import GraphSSLAlgorithm, check_choice, check_positive, one_hot
+from .base import GraphSSLAlgorithm, check_bool, check_choice, check_positive, one_hot
 from .lgc import lgc_propagate
 
 log = logging.getLogger(__name__)
@@ -279,9 +279,7 @@ class AutoD(GraphSSLAlgorithm):
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
             raise UserError(f"algo.p={p!r} is not allowed: it must be a positive integer (number of eigenpairs)")
         self.p = int(p)
-        if not isinstance(remove_diag, (bool, np.bool_)):
-            raise UserError(f"algo.remove_diag={remove_diag!r} is not allowed: use true or false")
-        self.remove_diag = bool(remove_diag)
+        self.remove_diag = check_bool(remove_diag, "algo.remove_diag")
         self.search = check_choice(search, "algo.search", SEARCHES)
         self.select = check_choice(select, "algo.select", SELECTS)
         # the effective leave-one-out loss: `select` when it names one, else `loss` (accuracy tie-break and

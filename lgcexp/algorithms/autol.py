@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from ..errors import UserError
 from ..graph import Graph
 from ..linalg import block_cg, shifted_operator
-from .base import GraphSSLAlgorithm, check_alpha, check_choice, check_positive, one_hot
+from .base import GraphSSLAlgorithm, check_bool, check_alpha, check_choice, check_positive, one_hot
 from .lgc import lgc_propagate
 
 log = logging.getLogger(__name__)
@@ -454,9 +454,7 @@ class AutoL(GraphSSLAlgorithm):
         self.t = check_positive(t, "algo.t", integer=True)
         self.lgc_alpha = check_alpha(lgc_alpha, "algo.lgc_alpha")
         self.dtype = check_choice(dtype, "algo.dtype", DTYPES)
-        if not isinstance(xla, bool):
-            raise UserError(f"algo.xla={xla!r} is not allowed: use true or false")
-        self.xla = xla
+        self.xla = check_bool(xla, "algo.xla")
         self.chunk = check_positive(chunk, "algo.chunk", integer=True)
 
     @property

@@ -54,6 +54,12 @@ def check_positive(value: Any, name: str, integer: bool = False) -> Any:
     return value
 
 
+def check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise UserError(f"{name}={value!r} is not allowed: use true or false")
+    return bool(value)
+
+
 def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise UserError(f"{name}={value!r} is not allowed: choose one of {', '.join(choices)}")

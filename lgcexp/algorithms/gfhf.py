@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UserError
 from ..graph import Graph
 from ..linalg import block_cg
-from .base import GraphSSLAlgorithm, check_positive, one_hot
+from .base import GraphSSLAlgorithm, check_bool, check_positive, one_hot
 
 
 class GFHF(GraphSSLAlgorithm):
     name = "gfhf"
 
     def __init__(self, tol: float = 1e-8, maxiter: int = 20_000, cmn: bool = False):
-        if not isinstance(cmn, bool):
-            raise UserError(f"algo.cmn={cmn!r} is not allowed: use true or false")
-        self.cmn = cmn
+        self.cmn = check_bool(cmn, "algo.cmn")
         self.tol = check_positive(tol, "algo.tol")
         self.maxiter = check_positive(maxiter, "algo.maxiter", integer=True)
 

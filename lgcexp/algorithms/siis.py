@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from ..errors import UserError
 from ..graph import Graph
-from .base import GraphSSLAlgorithm, check_choice, check_positive, one_hot
+from .base import GraphSSLAlgorithm, check_bool, check_choice, check_positive, one_hot
 
 log = logging.getLogger(__name__)
 
@@ -268,12 +268,6 @@ def _single_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise UserError(f"{name}={value!r} is not allowed: it must be true or false")
-    return bool(value)
-
-
 class SIIS(GraphSSLAlgorithm):
     """SIIS baseline (Gong et al. 2017) solved by the inexact ALM.
 
@@ -314,8 +308,8 @@ class SIIS(GraphSSLAlgorithm):
         self.tol = float(check_positive(tol, "algo.tol"))
         self.max_iter = check_positive(max_iter, "algo.max_iter", integer=True)
         self.multiplier_init = check_choice(multiplier_init, "algo.multiplier_init", MULTIPLIER_INITS)
-        self.drop_trivial = _check_bool(drop_trivial, "algo.drop_trivial")
-        self.normalize_weights = _check_bool(normalize_weights, "algo.normalize_weights")
+        self.drop_trivial = check_bool(drop_trivial, "algo.drop_trivial")
+        self.normalize_weights = check_bool(normalize_weights, "algo.normalize_weights")
 
     def required_eigenpairs(self) -> int:
         return self.m + int(self.drop_trivial)
