@@ -1,6 +1,5 @@
 """LGC_LVO_AutoL: P_LL, the leave-one-out model, its gradients, the optimisation and the algorithm."""
 import json
-import warnings
 
 import numpy as np
 import pandas as pd

@@ -18,7 +18,7 @@ import pytest
 
 from lgcexp.cache import atomic_save_npz
 
-from lgcexp.data import download, isolet, load_dataset, lzw, mnist
+from lgcexp.data import isolet, load_dataset, lzw, mnist
 from lgcexp.errors import UserError
 
 # --- a tiny LZW (.Z) encoder, for fixtures only ------------------------------------------------
