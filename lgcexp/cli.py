@@ -1,9 +1,14 @@
 """Hydra entry point: config in, one pipeline run, summary out.
 
 ``lgcexp dataset=isolet algo=lgc noise.rate=0.6 seed=3``; ``lgcexp -m ... seed='range(20)'`` for sweeps.
+
+Before Hydra starts, a pre-flight composes the config of every job the command line asks for and checks
+it (:func:`lgcexp.config.plan`), so a bad value, an unknown option or group choice, or an unwritable output
+directory stops with one line naming the key as typed and exit code 2, before any heavy work.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sys
@@ -20,6 +25,14 @@ from .errors import UserError  # noqa: E402
 from .rundir import register_resolver  # noqa: E402
 
 register_resolver()
+
+#: Hydra flags that take a value, and flags that make the pre-flight step aside (help, shell completion,
+#: another config directory)
+_VALUE_FLAGS = {"-c", "--cfg", "-p", "--package", "--experimental-rerun"}
+_PASS_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-sc", "--shell-completion", "-i", "--info",
+               "-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "--experimental-rerun"}
+#: sweeps larger than this are checked value by value instead of job by job
+_MAX_PREFLIGHT_JOBS = 2000
 
 
 def _conf_dir() -> str:
@@ -56,7 +69,144 @@ def _app(cfg: DictConfig) -> float | None:
     return result.get("acc_unlabeled")
 
 
-def main() -> None:
+# ------------------------------------------------------------------------------------------------------------
+# pre-flight
+# ------------------------------------------------------------------------------------------------------------
+
+def _split_args(argv: list[str]) -> tuple[list[str], bool, bool]:
+    """(overrides, multirun, skip): Hydra's own flags removed."""
+    overrides, multirun, skip, i = [], False, False, 0
+    while i < len(argv):
+        a = argv[i]
+        if a in _PASS_FLAGS or a.split("=", 1)[0] in _PASS_FLAGS:
+            skip = True
+        if a in ("-m", "--multirun"):
+            multirun = True
+        elif a in _VALUE_FLAGS:
+            i += 1
+        elif a.startswith("-"):
+            pass
+        else:
+            overrides.append(a)
+        i += 1
+    return overrides, multirun, skip
+
+
+def _group_options(group: str) -> list[str]:
+    from hydra.core.global_hydra import GlobalHydra
+
+    try:
+        return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
+    except Exception:  # pragma: no cover - defensive
+        return []
+
+
+def _compose(overrides: list[str]):
+    from hydra import compose
+
+    return compose(config_name="config", overrides=overrides)
+
+
+def _composition_error(exc: Exception, overrides: list[str], parsed: list) -> UserError:
+    """Hydra's multi-line composition errors as one line naming the override as typed."""
+    from omegaconf import OmegaConf
+
+    text = str(exc)
+    cause = exc.__cause__ or exc.__context__
+    for o in parsed:
+        key = o.get_key_element().lstrip("+~")
+        group = o.key_or_group
+        if f"Could not find '{group}/" in text or f"Could not load '{group}/" in text:
+            choices = _group_options(group)
+            return UserError(f"{o.input_line} is not allowed: choose one of {', '.join(choices)}")
+        if f"Could not override '{key}'" in text or f"Could not append to config. An item is already at '{key}'" in text:
+            others = [x for x in overrides if x != o.input_line]
+            parent, _, leaf = key.rpartition(".")
+            allowed = ""
+            try:
+                node = OmegaConf.select(_compose(others), parent) if parent else _compose(others)
+                if node is not None and hasattr(node, "keys"):
+                    allowed = "; allowed: " + ", ".join(str(k) for k in node.keys() if k != "hydra")
+            except Exception:
+                pass
+            if "already at" in text:
+                return UserError(f"{o.input_line} is not allowed: {key} exists already; drop the +")
+            return UserError(f"{o.input_line} is not allowed: {key} is not an option{allowed}")
+    first = (str(cause) if cause else text).strip().splitlines()
+    return UserError("bad command line: " + (first[0] if first else type(exc).__name__))
+
+
+def _job_overrides(parsed: list) -> list[list[str]]:
+    """Every job's override list of a (multi)run command line, or one list per swept value when the
+    product is large."""
+    choices = []
+    for o in parsed:
+        if o.is_sweep_override():
+            key = o.get_key_element()
+            choices.append([f"{key}={v}" for v in o.sweep_string_iterator()])
+        else:
+            choices.append([o.input_line])
+    total = 1
+    for ch in choices:
+        total *= max(1, len(ch))
+    if total <= _MAX_PREFLIGHT_JOBS:
+        return [list(c) for c in itertools.product(*choices)]
+    jobs = []
+    for i, ch in enumerate(choices):
+        for v in ch:
+            jobs.append([v if j == i else choices[j][0] for j in range(len(choices))])
+    return jobs
+
+
+def preflight(argv: list[str]) -> None:
+    """Compose and check the config of every job on the command line; raise UserError on the first bad one."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .config import check_paths, plan, to_container
+
+    overrides, multirun, skip = _split_args(argv)
+    if skip:
+        return
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        line = str(exc).strip().splitlines()
+        raise UserError(f"cannot parse the command line: {line[0] if line else exc}") from None
+    # Hydra's own settings (hydra.*, hydra/launcher=...) are Hydra's business
+    parsed = [o for o in parsed if not o.key_or_group.startswith("hydra")]
+    if not multirun and any(o.is_sweep_override() for o in parsed):
+        bad = next(o for o in parsed if o.is_sweep_override())
+        raise UserError(f"{bad.input_line} is not allowed: a list of values is a sweep; add -m (multirun)")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=_conf_dir(), version_base="1.3"):
+        checked_paths = False
+        for job in _job_overrides(parsed):
+            try:
+                cfg = _compose(job)
+            except (HydraException, OmegaConfBaseException) as exc:
+                raise _composition_error(exc, job, parsed) from None
+            container = to_container(cfg)
+            plan(container)
+            if not checked_paths:
+                check_paths(container, output=True)
+                checked_paths = True
+
+
+def main(argv: list[str] | None = None) -> None:
+    from hydra.core.global_hydra import GlobalHydra
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        preflight(argv)
+    except UserError as exc:
+        print(f"lgcexp: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.argv = [sys.argv[0], *argv]
+    GlobalHydra.instance().clear()
     _app()
 
 

@@ -1,34 +1,62 @@
-"""Configuration checks: the one place where a bad config is refused, before any heavy work.
+"""The one config validator: a composed config is checked against the parameter tables of every stage
+before any heavy work, and turned into the stage objects of one run (a :class:`RunPlan`).
 
-Each check raises :class:`lgcexp.errors.UserError` with one line naming the bad value and what is allowed.
-Checks that need the data (``labels.n`` against n, ``graph.k`` against n) run right after loading.
+Every refusal is a :class:`lgcexp.errors.UserError` with one line naming the key as the user typed it
+(``algo.params.alpha=1.5 is not allowed: it must be a number in (0, 1)``). Checks that need the data size
+(``labels.n`` against n, ``graph.k`` against n, eigenpairs against n) run in :func:`check_against_data`,
+right after loading and still before the graph is built.
 """
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from .errors import UserError
-from .graph import check_graph_params
-from .labels import check_noise_rate
+from .labels import LABELS_PARAMETERS, check_label_count
+from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
 NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot")
-#: every value the top-level ``loss`` option can take (each method accepts a subset)
+#: every value the top-level ``loss`` option can take (each method accepts a subset; see ``algo.losses``)
 KNOWN_LOSSES = ("xent", "ce", "mse", "mae")
+#: the top-level scalar options
+TOP_PARAMETERS = {
+    "seed": [Interval("int", 0, 2**32 - 1)],
+    "loss": [NoneValue(), Options(KNOWN_LOSSES)],
+    "force": [Boolean()],
+    "progress": [Boolean(), NoneValue()],
+    "plot": [Boolean()],
+}
+PATHS_PARAMETERS = {
+    "data_dir": [String("a directory path")],
+    "cache_dir": [String("a directory path"), NoneValue()],
+    "output_dir": [String("a directory path")],
+    "results_dir": [String("a directory path")],
+    "download": [Boolean()],
+}
+#: sections (config groups and plain sections) every config has
+SECTIONS = ("dataset", "noise", "graph", "algo", "labels", "eig", "paths")
+TOP_KEYS = (*TOP_PARAMETERS, *SECTIONS, "hydra")
 
 
-def to_container(cfg: DictConfig) -> dict[str, Any]:
+def to_container(cfg: Any) -> dict[str, Any]:
     """Resolve interpolations; a missing mandatory value becomes a UserError naming the key."""
+    if isinstance(cfg, dict):
+        return cfg
     try:
         return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)  # type: ignore[return-value]
     except MissingMandatoryValue as exc:
         key = getattr(exc, "full_key", None) or str(exc)
-        raise UserError(f"the option {key} has no value; set it on the command line, e.g. {key}=...") from exc
+        raise UserError(f"{key} has no value: set it on the command line, e.g. {key}=...") from None
     except OmegaConfBaseException as exc:
-        raise UserError(f"bad configuration: {str(exc).splitlines()[0]}") from exc
+        raise UserError(f"bad configuration: {str(exc).splitlines()[0]}") from None
 
 
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
@@ -36,33 +64,124 @@ def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"}
 
 
-def _int(value: Any, name: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UserError(f"{name}={value!r} is not allowed: it must be an integer >= {minimum}")
-    return value
+@dataclass
+class RunPlan:
+    """The validated stage objects of one run."""
+
+    config: dict[str, Any]
+    source: Any          # lgcexp.data.source.DataSource
+    noise: Any           # lgcexp.noise.NoiseModel
+    graph: Any           # lgcexp.graph.GraphBuilder
+    algorithm: Any       # lgcexp.algorithms.GraphSSLAlgorithm
+    eig: dict[str, Any]  # solver options; p = algorithm.required_eigenpairs()
+    seed: int
+    n_labels: int
+    loss: str | None     # the loss the run used (methods that take one), else None
+
+    @property
+    def n_eigenpairs(self) -> int:
+        return int(self.algorithm.required_eigenpairs())
+
+    @property
+    def progress(self) -> bool:
+        p = self.config.get("progress")
+        return bool(sys.stderr.isatty()) if p is None else bool(p)
 
 
-def validate(c: dict[str, Any]) -> None:
-    """Checks that need no data."""
-    from .algorithms import ALGORITHMS
-    from .data import DATASETS
+def _section(c: dict[str, Any], name: str) -> dict[str, Any]:
+    sec = c.get(name)
+    if not isinstance(sec, dict):
+        raise UserError(f"the config has no '{name}' section")
+    return sec
 
-    for section in ("dataset", "algo", "graph", "noise", "labels"):
-        if not isinstance(c.get(section), dict):
-            raise UserError(f"the config has no '{section}' section")
-    name = c["dataset"].get("name")
-    if name not in DATASETS:
-        raise UserError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
-    algo = c["algo"].get("name")
-    if algo not in ALGORITHMS:
-        raise UserError(f"unknown algorithm {algo!r}; choose one of: {', '.join(ALGORITHMS)}")
-    _int(c.get("seed"), "seed")
+
+def _build(registry: Any, section: dict[str, Any], group: str) -> Any:
+    cls, params = registry.from_config(section)
+    cls.check_config(params, f"{group}.")
+    return cls(**params)
+
+
+def plan(cfg: Any) -> RunPlan:
+    """Validate a composed config (everything that needs no data) and build the stage objects."""
+    from .algorithms import ALGORITHMS, algorithm_params
+    from .data import DATA_SOURCES
+    from .graph import GRAPH_BUILDERS
+    from .noise import NOISE_MODELS
+    from .spectral import EIG_PARAMETERS
+
+    c = to_container(cfg)
+    for k in c:
+        if k not in TOP_KEYS:
+            raise UserError(f"{k} is not an option; top-level options: {', '.join(k for k in TOP_KEYS if k != 'hydra')}")
+    for name in SECTIONS:
+        _section(c, name)
+    check_params({k: c.get(k) for k in TOP_PARAMETERS if k in c}, TOP_PARAMETERS)
+    check_params(c["labels"], LABELS_PARAMETERS, "labels.")
+    check_params(c["paths"], PATHS_PARAMETERS, "paths.")
+    check_params(c["eig"], EIG_PARAMETERS, "eig.")
+
+    source = _build(DATA_SOURCES, c["dataset"], "dataset")
+    noise = _build(NOISE_MODELS, c["noise"], "noise")
+    graph = _build(GRAPH_BUILDERS, c["graph"], "graph")
+
+    algo = c["algo"]
+    cls = ALGORITHMS.get(algo.get("name"), algo.get("_target_"))
+    raw = algo.get("params") or {}
+    if not isinstance(raw, dict):
+        raise UserError(f"algo.params={fmt_value(raw)} is not allowed: it must be a mapping of parameters")
     loss = c.get("loss")
-    if loss is not None and loss not in KNOWN_LOSSES:
-        raise UserError(f"loss={loss!r} is not allowed: choose one of {', '.join(KNOWN_LOSSES)}")
-    check_noise_rate(c["noise"].get("rate"))
-    if c["noise"].get("kind", "uniform") != "uniform":
-        raise UserError(f"noise.kind={c['noise'].get('kind')!r} is not allowed: choose one of uniform")
-    _int(c["labels"].get("n"), "labels.n", minimum=1)
-    g = c["graph"]
-    check_graph_params(g.get("k"), g.get("sigma"), g.get("symmetrize", "union"))
+    if cls.losses and loss is not None and loss not in cls.losses:
+        raise UserError(f"loss={loss} is not allowed for algo={cls.name}: choose one of {', '.join(cls.losses)}")
+    if loss is None or not cls.losses:
+        cls.check_config(raw)
+    else:  # the top-level loss overrides algo.params.loss: name it as typed
+        check_value("loss", loss, cls._parameter_constraints["loss"])
+        cls.check_config({k: v for k, v in raw.items() if k != "loss"})
+    params = algorithm_params(cls, raw, loss)
+    algorithm = cls(**params)
+    used_loss = params.get("loss") if cls.losses else None
+    eig = {k: v for k, v in c["eig"].items() if k != "p"}
+    return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
+                   seed=int(c["seed"]), n_labels=int(c["labels"]["n"]), loss=used_loss)
+
+
+def check_against_data(p: RunPlan, n: int, n_classes: int) -> None:
+    """Checks that need the data size, run right after loading (before the graph is built)."""
+    from .spectral import check_eig_params
+
+    check_label_count(p.n_labels, n, n_classes)
+    p.graph.check_data(n, n_classes)
+    p.algorithm.check_data(n, n_classes)
+    if p.n_eigenpairs:
+        check_eig_params(p.n_eigenpairs, n, p.eig.get("solver", "auto"), p.eig.get("tol", 1e-8))
+
+
+def validate(cfg: Any) -> RunPlan:
+    """Alias of :func:`plan` (checks that need no data)."""
+    return plan(cfg)
+
+
+def check_writable_dir(key: str, value: str) -> Path:
+    """Refuse a directory that cannot be created or written (one line naming ``key``)."""
+    path = Path(os.path.expanduser(str(value)))
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{key}={value} is not allowed: it is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UserError(f"{key}={value} is not allowed: cannot write there ({exc.strerror or exc})") from None
+    return path
+
+
+def check_paths(c: dict[str, Any], output: bool = True) -> None:
+    """The paths a run writes to: the output directory must be writable (when ``output``), and the cache
+    and data directories must not be files."""
+    paths = c.get("paths") or {}
+    if output:
+        check_writable_dir("paths.output_dir", paths["output_dir"])
+    for key in ("cache_dir", "data_dir"):
+        v = paths.get(key)
+        if v and Path(os.path.expanduser(str(v))).is_file():
+            raise UserError(f"paths.{key}={v} is not allowed: it is a file, not a directory")

@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from .cache import Cache, stable_hash
 from .errors import UserError
+from .params import Configurable, Interval, Options, positive
+from .registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +62,6 @@ class Graph:
 
     def n_components(self) -> int:
         return int(sp.csgraph.connected_components(self.W, directed=False)[0])
-
-
-def check_graph_params(k: int, sigma: float | str, symmetrize: str, n: int | None = None) -> None:
-    """Validate graph settings before any heavy work."""
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise UserError(f"graph.k={k!r} is not allowed: it must be a positive integer")
-    if n is not None and k >= n:
-        raise UserError(f"graph.k={k} is not allowed: it must be less than the number of points ({n})")
-    if isinstance(sigma, str):
-        if sigma != "mean":
-            raise UserError(f"graph.sigma={sigma!r} is not allowed: use a positive number or 'mean'")
-    elif not (isinstance(sigma, (int, float)) and np.isfinite(sigma) and sigma > 0):
-        raise UserError(f"graph.sigma={sigma!r} is not allowed: it must be a positive number or 'mean'")
-    if symmetrize not in SYMMETRIZE:
-        raise UserError(f"graph.symmetrize={symmetrize!r} is not allowed: choose one of {', '.join(SYMMETRIZE)}")
 
 
 def knn_search(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +121,7 @@ def gaussian_weights(D: sp.csr_matrix, sigma: float) -> sp.csr_matrix:
 
 
 def build_affinity(X: np.ndarray, k: int, sigma: float | str, symmetrize: str = "union") -> tuple[sp.csr_matrix, float]:
-    """Affinity matrix W and the sigma used (resolved when ``sigma='mean'``)."""
-    check_graph_params(k, sigma, symmetrize, X.shape[0])
+    """Affinity matrix W and the sigma used (resolved when ``sigma='mean'``); parameters already checked."""
     k_search = max(k, SIGMA_NEIGHBOR) if sigma == "mean" else k
     k_search = min(k_search, X.shape[0] - 1)
     dist, idx = knn_search(X, k_search)
@@ -161,23 +148,79 @@ def build_graph(
     cache: Cache | None = None,
     data_fingerprint: str | None = None,
 ) -> tuple[Graph, bool]:
-    """Stage 3 with caching: returns (graph, cache_hit)."""
-    check_graph_params(k, sigma, symmetrize, X.shape[0])
-    if data_fingerprint is None:
-        import hashlib
+    """Stage 3 with caching: the exact kNN graph; returns (graph, cache_hit)."""
+    builder = KnnGraph(k=k, sigma=sigma, symmetrize=symmetrize)
+    builder._validate_params()
+    builder.check_data(X.shape[0], 0)
+    return builder._build(X, cache=cache, data_fingerprint=data_fingerprint)
 
-        Xc = np.ascontiguousarray(X)
-        data_fingerprint = hashlib.sha256(Xc.tobytes()).hexdigest() + f"{Xc.shape}{Xc.dtype}"
-    fp = data_fingerprint
-    key = graph_key(fp, k, sigma, symmetrize)
 
-    def compute() -> dict[str, np.ndarray]:
-        t0 = time.perf_counter()
-        W, sig = build_affinity(X, k, sigma, symmetrize)
-        log.info("built %d-NN graph on %d points in %.1fs (sigma=%.4g)", k, X.shape[0], time.perf_counter() - t0, sig)
-        return {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape), "sigma": np.array(sig)}
+def _fingerprint(X: np.ndarray) -> str:
+    import hashlib
 
-    cache = cache or Cache(None)
-    arrays, hit = cache.get_or_compute("graph", key, compute)
-    W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
-    return Graph(W=W, sigma=float(arrays["sigma"]), key=key), hit
+    Xc = np.ascontiguousarray(X)
+    return hashlib.sha256(Xc.tobytes()).hexdigest() + f"{Xc.shape}{Xc.dtype}"
+
+
+class GraphBuilder(Configurable):
+    """The graph-builder protocol: ``build(X, cache=, data_fingerprint=) -> (Graph, cache_hit)``."""
+
+    name: ClassVar[str] = "base"
+    config_prefix: ClassVar[str] = "graph."
+
+    def build(self, X: np.ndarray, *, cache: Cache | None = None,
+              data_fingerprint: str | None = None) -> tuple[Graph, bool]:
+        self._validate_params()
+        return self._build(X, cache=cache, data_fingerprint=data_fingerprint)
+
+    def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:  # pragma: no cover
+        raise NotImplementedError
+
+
+class KnnGraph(GraphBuilder):
+    """Exact kNN graph (faiss ``IndexFlatL2``), union- or mutual-symmetrised, Gaussian weights.
+
+    Parameters: ``k`` neighbours; ``sigma`` a positive number or ``mean`` (mean distance to the 10th
+    neighbour / 3); ``symmetrize`` union (the paper's) or mutual."""
+
+    name = "knn"
+    _parameter_constraints = {
+        "k": [Interval("int", 1, None)],
+        "sigma": [positive(), Options(("mean",))],
+        "symmetrize": [Options(SYMMETRIZE)],
+    }
+
+    def __init__(self, k: int = 10, sigma: float | str = "mean", symmetrize: str = "union"):
+        self.k = k
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+
+    def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
+        prefix = self.config_prefix if prefix is None else prefix
+        if self.k >= n:
+            raise UserError(f"{prefix}k={self.k} is not allowed: it must be less than the number of points ({n})")
+        if self.sigma == "mean" and n <= SIGMA_NEIGHBOR:
+            raise UserError(f"{prefix}sigma=mean is not allowed: it needs at least {SIGMA_NEIGHBOR + 1} points "
+                            f"(the data has {n}); give a number")
+
+    def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
+        k, sigma, symmetrize = int(self.k), self.sigma, self.symmetrize
+        fp = data_fingerprint or _fingerprint(X)
+        key = graph_key(fp, k, sigma, symmetrize)
+
+        def compute() -> dict[str, np.ndarray]:
+            t0 = time.perf_counter()
+            W, sig = build_affinity(X, k, sigma, symmetrize)
+            log.info("built %d-NN graph on %d points in %.1fs (sigma=%.4g)", k, X.shape[0],
+                     time.perf_counter() - t0, sig)
+            return {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape),
+                    "sigma": np.array(sig)}
+
+        cache = cache or Cache(None)
+        arrays, hit = cache.get_or_compute("graph", key, compute)
+        W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
+        return Graph(W=W, sigma=float(arrays["sigma"]), key=key), hit
+
+
+#: config name -> graph builder class
+GRAPH_BUILDERS = Registry("graph", {"knn": "lgcexp.graph:KnnGraph"})

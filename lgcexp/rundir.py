@@ -19,15 +19,15 @@ RESOLVER = "lgcexp_run_dir"
 
 def effective_config(container: dict[str, Any]) -> dict[str, Any]:
     """The semantic config with ``loss`` cleared for methods that take none."""
-    from .algorithms import ALGORITHMS, algorithm_class
+    from .algorithms import algorithm_class
 
     c = semantic_config(container)
-    name = (c.get("algo") or {}).get("name")
-    if name in ALGORITHMS and c.get("loss") is not None:
+    algo = c.get("algo") or {}
+    if c.get("loss") is not None:
         try:
-            if not algorithm_class(name).losses:
+            if not algorithm_class(algo.get("name"), algo.get("_target_")).losses:
                 c = {**c, "loss": None}
-        except Exception:  # an unavailable algorithm: keep the config as given
+        except Exception:  # an unknown algorithm: keep the config as given (validation reports it)
             pass
     return c
 

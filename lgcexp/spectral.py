@@ -46,6 +46,7 @@ import scipy.sparse.linalg as spla
 
 from .cache import Cache, atomic_save_npz
 from .errors import UserError
+from .params import Interval, Options, check_params, unit_open
 
 log = logging.getLogger(__name__)
 
@@ -141,16 +142,19 @@ class Eigenpairs:
 # checks and helpers
 # -------------------------------------------------------------------------------------------------------------
 
+#: the ``eig`` section of the config (the eigendecomposition stage)
+EIG_PARAMETERS = {
+    "p": [Interval("int", 1, None)],
+    "solver": [Options(SOLVERS)],
+    "tol": [unit_open()],
+}
+
+
 def check_eig_params(p: Any, n: int | None = None, solver: Any = DEFAULT_SOLVER, tol: Any = DEFAULT_TOL) -> None:
-    """Validate the eigendecomposition settings; raises UserError with one line."""
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise UserError(f"eig.p={p!r} is not allowed: it must be a positive integer")
+    """Validate the eigendecomposition settings against ``EIG_PARAMETERS`` (and p < n); one-line UserError."""
+    check_params({"p": p, "solver": solver, "tol": tol}, EIG_PARAMETERS, "eig.")
     if n is not None and p >= n:
         raise UserError(f"eig.p={p} is not allowed: it must be less than the number of points ({n})")
-    if solver not in SOLVERS:
-        raise UserError(f"eig.solver={solver!r} is not allowed: choose one of {', '.join(SOLVERS)}")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not np.isfinite(tol) or not 0 < tol < 1:
-        raise UserError(f"eig.tol={tol!r} is not allowed: it must be a number in (0, 1)")
 
 
 def laplacian(graph) -> sp.csr_matrix:

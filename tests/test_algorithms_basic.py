@@ -67,11 +67,12 @@ def test_gfhf_class_mass_normalisation():
 
 
 def test_bad_algorithm_params():
-    with pytest.raises(UserError, match="algo.alpha=1.5"):
-        LGC(alpha=1.5)
-    with pytest.raises(UserError, match="algo.solver"):
-        LGC(solver="lu")
-    with pytest.raises(UserError, match="unknown algorithm 'nope'"):
+    g = random_graph(20)[0]
+    with pytest.raises(UserError, match=r"algo\.params\.alpha=1\.5 is not allowed: it must be a number in \(0, 1\)"):
+        LGC(alpha=1.5).fit(g, np.array([0, 1]), np.array([0, 1]), 2)
+    with pytest.raises(UserError, match="algo.params.solver=lu is not allowed: choose one of cg, power"):
+        make_algorithm("lgc", {"solver": "lu"})
+    with pytest.raises(UserError, match="algo=nope is not allowed: choose one of lgc, gfhf"):
         make_algorithm("nope", {})
-    with pytest.raises(UserError, match="bad parameters for algo=lgc"):
+    with pytest.raises(UserError, match="algo.params.beta is not a parameter of algo=lgc; allowed: alpha"):
         make_algorithm("lgc", {"beta": 1})

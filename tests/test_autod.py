@@ -182,20 +182,20 @@ def test_gradient_search_reaches_grid_optimum():
 @pytest.mark.parametrize(
     "params, needle",
     [
-        ({"select": "f1"}, "algo.select='f1'"),
-        ({"search": "bayes"}, "algo.search='bayes'"),
-        ({"loss": "xent"}, "algo.loss='xent'"),
-        ({"x_min": 0.5}, "algo.x_min=0.5"),
-        ({"x_min": 10, "x_max": 5}, "algo.x_max=5"),
-        ({"x_step": 0}, "algo.x_step=0"),
-        ({"p": 0}, "algo.p=0"),
-        ({"x0": 500, "search": "gradient"}, "algo.x0=500"),
-        ({"x0": 0.5}, "algo.x0=0.5"),
-        ({"x0": "best", "search": "gradient"}, "algo.x0='best'"),
-        ({"remove_diag": "yes"}, "algo.remove_diag='yes'"),
+        ({"select": "f1"}, "algo.params.select=f1"),
+        ({"search": "bayes"}, "algo.params.search=bayes"),
+        ({"loss": "xent"}, "algo.params.loss=xent"),
+        ({"x_min": 0.5}, "algo.params.x_min=0.5"),
+        ({"x_min": 10, "x_max": 5}, "algo.params.x_max=5"),
+        ({"x_step": 0}, "algo.params.x_step=0"),
+        ({"p": 0}, "algo.params.p=0"),
+        ({"x0": 500, "search": "gradient"}, "algo.params.x0=500"),
+        ({"x0": 0.5}, "algo.params.x0=0.5"),
+        ({"x0": "best", "search": "gradient"}, "algo.params.x0=best"),
+        ({"remove_diag": "yes"}, "algo.params.remove_diag=yes"),
     ],
 )
-def test_bad_params_refused_in_constructor(params, needle):
+def test_bad_params_refused_by_make_algorithm(params, needle):
     with pytest.raises(UserError, match=needle.replace("(", r"\(").replace(".", r"\.")):
         make_algorithm("autoD", params)
 
@@ -205,9 +205,9 @@ def test_bad_p_for_the_data_refused_before_work(monkeypatch):
     import lgcexp.spectral as spectral
 
     monkeypatch.setattr(spectral, "solve_eigenpairs", lambda *a, **k: pytest.fail("solver must not run"))
-    with pytest.raises(UserError, match=r"algo\.p=30 .*number of points \(30\)"):
+    with pytest.raises(UserError, match=r"algo\.params\.p=30 .*number of points \(30\)"):
         AutoD(p=30).fit(g, labeled, y, 3)
-    with pytest.raises(UserError, match=r"algo\.p=2 .*number of classes \(3\)"):
+    with pytest.raises(UserError, match=r"algo\.params\.p=2 .*number of classes \(3\)"):
         AutoD(p=2).fit(g, labeled, y, 3)
 
 

@@ -232,27 +232,30 @@ def test_fit_is_deterministic_and_records_everything():
 
 
 @pytest.mark.parametrize("params,match", [
-    ({"loss": "hinge"}, "loss='hinge' is not allowed"),
-    ({"normalize": "l2"}, "algo.normalize='l2' is not allowed: choose one of softmax, degree"),
-    ({"lr": 0.0}, "algo.lr=0.0 is not allowed"),
-    ({"lr": -1}, "algo.lr=-1 is not allowed"),
-    ({"steps": 0}, "algo.steps=0 is not allowed"),
-    ({"steps": 2.5}, "algo.steps=2.5 is not allowed"),
-    ({"mu": 0}, "algo.mu=0 is not allowed"),
-    ({"mu": -0.1}, "algo.mu=-0.1 is not allowed"),
-    ({"solver": "lu"}, "algo.solver='lu' is not allowed"),
-    ({"dtype": "float16"}, "algo.dtype='float16' is not allowed"),
+    ({"loss": "hinge"}, "algo.params.loss=hinge is not allowed"),
+    ({"normalize": "l2"}, "algo.params.normalize=l2 is not allowed: choose one of softmax, degree"),
+    ({"lr": 0.0}, "algo.params.lr=0.0 is not allowed"),
+    ({"lr": -1}, "algo.params.lr=-1 is not allowed"),
+    ({"steps": 0}, "algo.params.steps=0 is not allowed"),
+    ({"steps": 2.5}, "algo.params.steps=2.5 is not allowed"),
+    ({"mu": 0}, "algo.params.mu=0 is not allowed"),
+    ({"mu": -0.1}, "algo.params.mu=-0.1 is not allowed"),
+    ({"solver": "lu"}, "algo.params.solver=lu is not allowed"),
+    ({"dtype": "float16"}, "algo.params.dtype=float16 is not allowed"),
 ])
-def test_bad_input_is_refused_in_init(params, match):
+def test_bad_input_is_refused_at_fit_and_by_make_algorithm(params, match):
     with pytest.raises(UserError, match=match):
-        AutoL(**params)
+        make_algorithm("autoL", params)
+    g = random_graph(20)[0]
+    with pytest.raises(UserError, match=match):
+        AutoL(**params).fit(g, np.array([0, 1, 2]), np.array([0, 1, 1]), 2)
 
 
 def test_registry_and_top_level_loss():
     a = make_algorithm("autoL", {"loss": "xent", "steps": 10}, loss="mae")
     assert isinstance(a, AutoL) and a.loss == "mae" and a.steps == 10
     assert make_algorithm("autoL", {}).loss == "xent"
-    with pytest.raises(UserError, match="loss='hinge' is not allowed for algo=autoL"):
+    with pytest.raises(UserError, match="loss=hinge is not allowed for algo=autoL"):
         make_algorithm("autoL", {}, loss="hinge")
 
 

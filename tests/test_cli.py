@@ -34,7 +34,7 @@ def test_help_and_cfg(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["noise.rate=1.5"], "noise.rate=1.5"),
     (["labels.n=3"], "labels.n=3"),
-    (["loss=hinge"], "loss='hinge'"),
+    (["loss=hinge"], "loss=hinge"),
 ])
 def test_user_errors_exit_nonzero_one_line(tmp_path, args, needle):
     p = lgcexp(*args, tmp=tmp_path)

@@ -76,13 +76,13 @@ def test_fingerprint_stable_and_sensitive(tmp_path):
 # --- bad input -------------------------------------------------------------------------------
 
 def test_unknown_dataset():
-    with pytest.raises(UserError, match=r"unknown dataset 'foo'; choose one of: digits, spirals, isolet, mnist, npz"):
+    with pytest.raises(UserError, match=r"dataset=foo is not allowed: choose one of digits, spirals, isolet, mnist, npz"):
         load_dataset("foo")
 
 
 @pytest.mark.parametrize("kw, bad", [({"n_samples": 1}, "1"), ({"n_samples": 2.5}, "2.5"),
                                      ({"noise": -0.1}, "-0.1"), ({"noise": float("nan")}, "nan"),
-                                     ({"noise": "x"}, "'x'")])
+                                     ({"noise": "x"}, "dataset.noise=x")])
 def test_spirals_bad_args(kw, bad):
     with pytest.raises(UserError, match=bad):
         load_dataset("spirals", **kw)

@@ -80,4 +80,4 @@ def test_graph_cache_roundtrip(tmp_path):
 def test_bad_graph_params(k, sigma, sym, msg):
     X = np.zeros((50, 2)) + np.arange(50)[:, None]
     with pytest.raises(UserError, match=msg):
-        build_affinity(X, k, sigma, sym)
+        build_graph(X, k, sigma, sym)

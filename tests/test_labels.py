@@ -3,7 +3,8 @@ import pytest
 from sklearn.model_selection import train_test_split
 
 from lgcexp.errors import UserError
-from lgcexp.labels import flip_labels, noisy_count, sample_and_corrupt, sample_labeled
+from lgcexp.labels import flip_labels, sample_and_corrupt, sample_labeled
+from lgcexp.noise import noisy_count
 
 
 def test_sampling_matches_sklearn_allocation_isolet_like():

@@ -44,25 +44,25 @@ def test_unlabeled_labels_never_reach_the_algorithm(tmp_path, monkeypatch):
     import lgcexp.pipeline as pl
     from lgcexp.data import Dataset
 
-    real_load, real_split = pl.load_dataset, pl.sample_and_corrupt
+    real_load, real_split = pl.load, pl.sample_and_corrupt
     kept = {}
 
-    def split_once(y, n, rate, seed):
+    def split_once(y, n, rate=0.0, seed=0, **kw):
         if "split" not in kept:
-            kept["split"] = real_split(y, n, rate, seed)
+            kept["split"] = real_split(y, n, rate, seed, **kw)
         return kept["split"]
 
     monkeypatch.setattr(pl, "sample_and_corrupt", split_once)
     r1 = run(make_cfg("algo=gfhf", tmp=tmp_path), out_dir=tmp_path / "a")
 
-    def scrambled(name, **kw):
-        ds = real_load(name, **kw)
+    def scrambled(plan, paths):
+        ds = real_load(plan, paths)
         y = ds.y.copy()
         unl = kept["split"].unlabeled_mask(ds.n)
         y[unl] = (y[unl] + 1) % ds.n_classes  # every unlabelled label is now wrong
         return Dataset(name=ds.name, X=ds.X, y=y, n_classes=ds.n_classes)
 
-    monkeypatch.setattr(pl, "load_dataset", scrambled)
+    monkeypatch.setattr(pl, "load", scrambled)
     r2 = run(make_cfg("algo=gfhf", tmp=tmp_path), out_dir=tmp_path / "b")
     pa = pd.read_csv(tmp_path / "a" / "labels.csv")
     pb = pd.read_csv(tmp_path / "b" / "labels.csv")
@@ -88,10 +88,10 @@ def test_spirals_and_npz(tmp_path):
     ("labels.n=5000", "labels.n=5000"),
     ("graph.k=1797", "graph.k=1797"),
     ("graph.sigma=-2", "graph.sigma=-2"),
-    ("graph.sigma=median", "graph.sigma='median'"),
-    ("loss=hinge", "loss='hinge'"),
+    ("graph.sigma=median", "graph.sigma=median"),
+    ("loss=hinge", "loss=hinge"),
     ("seed=-1", "seed=-1"),
-    ("algo.params.alpha=1.2", "algo.alpha=1.2"),
+    ("algo.params.alpha=1.2", "algo.params.alpha=1.2"),
 ])
 def test_bad_input_is_one_clear_line(tmp_path, override, msg):
     with pytest.raises(UserError) as exc:
@@ -103,8 +103,8 @@ def test_bad_input_is_one_clear_line(tmp_path, override, msg):
 @pytest.mark.parametrize("overrides,msg", [
     (("algo=autoD", "eig.p=1797"), "p=1797"),
     (("algo=autoD", "eig.p=5"), "p=5"),
-    (("algo=autoD", "eig.solver=magic"), "eig.solver='magic'"),
-    (("algo=siis", "algo.params.m=4000"), "algo.m=4000"),
+    (("algo=autoD", "eig.solver=magic"), "eig.solver=magic"),
+    (("algo=siis", "algo.params.m=4000"), "algo.params.m=4000"),
 ])
 def test_eigen_settings_refused_before_the_graph(tmp_path, monkeypatch, overrides, msg):
     import lgcexp.pipeline as pl
@@ -112,7 +112,7 @@ def test_eigen_settings_refused_before_the_graph(tmp_path, monkeypatch, override
     def no_graph(*a, **k):
         raise AssertionError("the graph stage must not start")
 
-    monkeypatch.setattr(pl, "build_graph", no_graph)
+    monkeypatch.setattr(pl.Graph, "__init__", no_graph)
     with pytest.raises(UserError) as exc:
         run(make_cfg(*overrides, tmp=tmp_path))
     assert msg in str(exc.value)

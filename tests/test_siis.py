@@ -225,7 +225,7 @@ def test_authors_alm_objective_decreases(toy):
     algo = SIIS(m=6, lambda1=10.0, lambda2=1.0).fit(g, lab, yl, 2, eig=eig)
     obj = algo.objective_
     assert algo.info_["solver_converged"]
-    assert obj.size == algo.info_["solver_iterations"] + 1 and algo.info_["objective"] == obj[-1]
+    assert obj.size == algo.info_["solver_iterations"] + 1 and algo.info_["siis_objective"] == obj[-1]
     assert obj[-1] < 0.6 * obj[0]  # A_0 = 0 costs lambda1 * (number of labels)
     # after the first few (infeasible) iterates, the objective goes down: every later value is below the
     # one at iteration 5, and the last is within 0.1 % of the best reached
@@ -288,33 +288,33 @@ def test_normalize_weights_scales_the_edge_term(toy):
 # --- parameters, config ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("params,needle", [
-    ({"m": 0}, "algo.m=0"),
-    ({"m": 2.5}, "algo.m=2.5"),
-    ({"lambda1": 0}, "algo.lambda1=0"),
-    ({"lambda1": -1.0}, "algo.lambda1=-1.0"),
-    ({"lambda2": 0.0}, "algo.lambda2=0.0"),
-    ({"rho": 1.0}, "algo.rho=1.0"),
-    ({"rho": 0.5}, "algo.rho=0.5"),
-    ({"mu": 0}, "algo.mu=0"),
-    ({"mu_max": 0.5}, "algo.mu_max=0.5"),
-    ({"tol": 0}, "algo.tol=0"),
-    ({"max_iter": 0}, "algo.max_iter=0"),
-    ({"multiplier_init": "rand"}, "algo.multiplier_init='rand'"),
-    ({"drop_trivial": "yes"}, "algo.drop_trivial='yes'"),
-    ({"lambda1": "auto"}, "algo.lambda1='auto'"),
+    ({"m": 0}, "algo.params.m=0"),
+    ({"m": 2.5}, "algo.params.m=2.5"),
+    ({"lambda1": 0}, "algo.params.lambda1=0"),
+    ({"lambda1": -1.0}, "algo.params.lambda1=-1.0"),
+    ({"lambda2": 0.0}, "algo.params.lambda2=0.0"),
+    ({"rho": 1.0}, "algo.params.rho=1.0"),
+    ({"rho": 0.5}, "algo.params.rho=0.5"),
+    ({"mu": 0}, "algo.params.mu=0"),
+    ({"mu_max": 0.5}, "algo.params.mu_max=0.5"),
+    ({"tol": 0}, "algo.params.tol=0"),
+    ({"max_iter": 0}, "algo.params.max_iter=0"),
+    ({"multiplier_init": "rand"}, "algo.params.multiplier_init=rand"),
+    ({"drop_trivial": "yes"}, "algo.params.drop_trivial=yes"),
+    ({"lambda1": "auto"}, "algo.params.lambda1=auto"),
 ])
 def test_bad_params_are_user_errors(params, needle):
     with pytest.raises(UserError, match=needle.replace(".", r"\.").replace("(", r"\(")):
-        SIIS(**params)
+        make_algorithm("siis", params)
 
 
 def test_m_checked_against_the_data(toy):
     g, eig, lab, yl = toy
-    with pytest.raises(UserError, match="algo.m=40 .*number of points"):
+    with pytest.raises(UserError, match="algo.params.m=40 .*number of points"):
         SIIS(m=40).fit(g, lab, yl, 2, eig=eig)
-    with pytest.raises(UserError, match="algo.m=2 .*number of classes"):
+    with pytest.raises(UserError, match="algo.params.m=2 .*number of classes"):
         SIIS(m=2).fit(g, lab, yl, 3, eig=eig)
-    with pytest.raises(UserError, match="bad parameters for algo=siis"):
+    with pytest.raises(UserError, match="algo.params.alpha is not a parameter of algo=siis"):
         make_algorithm("siis", {"alpha": 0.9})
 
 

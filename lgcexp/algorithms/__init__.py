@@ -1,52 +1,45 @@
-"""Registry of graph SSL algorithms; modules are imported lazily (TensorFlow only where needed)."""
+"""Registry of graph SSL algorithms (``algo=<name>``); modules are imported lazily (TensorFlow only where
+needed). A yaml under ``conf/algo/`` with ``_target_: package.module.Class`` adds a method from outside."""
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any
 
 from ..errors import UserError
+from ..registry import Registry
 from .base import GraphSSLAlgorithm
 
-#: config name -> "module:Class"
-ALGORITHMS: dict[str, str] = {
+ALGORITHMS = Registry("algo", {
     "lgc": "lgcexp.algorithms.lgc:LGC",
     "gfhf": "lgcexp.algorithms.gfhf:GFHF",
     "autoL": "lgcexp.algorithms.autol:AutoL",
     "autoD": "lgcexp.algorithms.autod:AutoD",
     "siis": "lgcexp.algorithms.siis:SIIS",
-}
+})
 
 
-def algorithm_class(name: str) -> type[GraphSSLAlgorithm]:
-    if name not in ALGORITHMS:
-        raise UserError(f"unknown algorithm {name!r}; choose one of: {', '.join(ALGORITHMS)}")
-    module, cls = ALGORITHMS[name].split(":")
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            raise UserError(f"algorithm {name!r} is not available in this version; available: "
-                            f"{', '.join(n for n in ALGORITHMS if _importable(n))}") from exc
-        raise
-    return getattr(mod, cls)
+def algorithm_class(name: str, target: str | None = None) -> type[GraphSSLAlgorithm]:
+    return ALGORITHMS.get(name, target)
 
 
-def _importable(name: str) -> bool:
-    module = ALGORITHMS[name].split(":")[0]
-    return importlib.util.find_spec(module) is not None
-
-
-def make_algorithm(name: str, params: dict[str, Any], loss: str | None = None) -> GraphSSLAlgorithm:
-    """Build an algorithm from its config; ``loss`` (top-level option) goes to methods that take one."""
-    cls = algorithm_class(name)
+def algorithm_params(cls: type[GraphSSLAlgorithm], params: dict[str, Any] | None,
+                     loss: str | None = None) -> dict[str, Any]:
+    """The algorithm's parameters from its config: ``algo.params`` with the top-level ``loss`` option
+    mapped onto ``params.loss`` for methods that take one."""
     params = dict(params or {})
-    if cls.losses:
-        if loss is not None:
-            params["loss"] = loss
-        if "loss" in params and params["loss"] not in cls.losses:
-            raise UserError(f"loss={params['loss']!r} is not allowed for algo={name}: choose one of {', '.join(cls.losses)}")
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise UserError(f"bad parameters for algo={name}: {exc}") from exc
+    if cls.losses and loss is not None:
+        params["loss"] = loss
+    return params
+
+
+def make_algorithm(name: str, params: dict[str, Any] | None = None, loss: str | None = None,
+                   target: str | None = None) -> GraphSSLAlgorithm:
+    """Build (and validate) an algorithm from its config."""
+    cls = algorithm_class(name, target)
+    params = algorithm_params(cls, params, loss)
+    if cls.losses and loss is not None and loss not in cls.losses:
+        raise UserError(f"loss={loss} is not allowed for algo={name}: choose one of {', '.join(cls.losses)}")
+    cls.check_config(params)
+    return cls(**params)
+
+
+__all__ = ["ALGORITHMS", "GraphSSLAlgorithm", "algorithm_class", "algorithm_params", "make_algorithm"]

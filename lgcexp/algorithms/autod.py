@@ -48,7 +48,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..graph import Graph
-from .base import GraphSSLAlgorithm, check_bool, check_choice, check_positive, one_hot
+from ..params import Boolean, Interval, Options, fmt_value, positive
+from .base import GraphSSLAlgorithm, one_hot
 from .lgc import lgc_propagate
 
 log = logging.getLogger(__name__)
@@ -245,19 +246,6 @@ def gradient_search(sl: SpectralLOO, loss: str, *, x0: float, x_min: float, x_ma
 # the algorithm
 # -------------------------------------------------------------------------------------------------------------
 
-def _number(value: Any, name: str, *, minimum: float | None = None, open_min: bool = False,
-            maximum: float | None = None, open_max: bool = False, what: str = "") -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-        and np.isfinite(value)
-    if ok and minimum is not None:
-        ok = value > minimum if open_min else value >= minimum
-    if ok and maximum is not None:
-        ok = value < maximum if open_max else value <= maximum
-    if not ok:
-        raise UserError(f"{name}={value!r} is not allowed: {what}")
-    return float(value)
-
-
 class AutoD(GraphSSLAlgorithm):
     """LGC_LVO_AutoD. See the module docstring; parameters (conf/algo/autoD.yaml):
 
@@ -272,61 +260,74 @@ class AutoD(GraphSSLAlgorithm):
     #: `select` and `loss` parameters
     losses: ClassVar[tuple[str, ...]] = ()
 
+    _parameter_constraints = {
+        "p": [positive("int")],
+        "remove_diag": [Boolean()],
+        "search": [Options(SEARCHES)],
+        "select": [Options(SELECTS)],
+        "loss": [Options(LOSSES)],
+        "x_min": [Interval("real", 1, None)],
+        "x_max": [Interval("real", 1, None)],
+        "x_step": [positive()],
+        "x0": [Interval("real", 1, None), Options(("grid",))],
+        "lr": [positive()],
+        "steps": [positive("int")],
+        "eps": [positive()],
+        "smoothing": [Interval("real", 0, 1, "left")],
+        "tol": [positive()],
+        "maxiter": [positive("int")],
+    }
+
     def __init__(self, p: int = 300, remove_diag: bool = True, search: str = "grid", select: str = "acc",
                  loss: str = "ce", x_min: float = 1.0, x_max: float = 100.0, x_step: float = 1.0,
-                 x0: float = 10.0, lr: float = 0.05, steps: int = 300, eps: float = 1e-7,
+                 x0: float | str = 10.0, lr: float = 0.05, steps: int = 300, eps: float = 1e-7,
                  smoothing: float = 0.01, tol: float = 1e-10, maxiter: int = 10_000):
-        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-            raise UserError(f"algo.p={p!r} is not allowed: it must be a positive integer (number of eigenpairs)")
-        self.p = int(p)
-        self.remove_diag = check_bool(remove_diag, "algo.remove_diag")
-        self.search = check_choice(search, "algo.search", SEARCHES)
-        self.select = check_choice(select, "algo.select", SELECTS)
-        # the effective leave-one-out loss: `select` when it names one, else `loss` (accuracy tie-break and
-        # gradient objective); the pipeline records it as the run's "loss"
-        check_choice(loss, "algo.loss", LOSSES)
-        self.loss = select if select in LOSSES else loss
-        self.x_min = _number(x_min, "algo.x_min", minimum=1.0, what="the x range must start at x >= 1 "
-                             "(alpha = 2^(-1/x))")
-        self.x_max = _number(x_max, "algo.x_max", minimum=self.x_min,
-                             what=f"the x range is empty: x_max must be >= x_min ({self.x_min:g})")
-        self.x_step = _number(x_step, "algo.x_step", minimum=0.0, open_min=True, what="it must be a positive number")
-        if x0 == "grid":
-            self.x0: float | str = "grid"
-        elif self.search == "gradient":
-            self.x0 = _number(x0, "algo.x0", minimum=self.x_min, maximum=self.x_max,
-                              what=f"the gradient start must be 'grid' or lie in [x_min, x_max] = "
-                                   f"[{self.x_min:g}, {self.x_max:g}]")
-        else:  # unused by the grid search
-            self.x0 = _number(x0, "algo.x0", minimum=1.0, what="it must be 'grid' or a number >= 1")
-        self.lr = float(check_positive(lr, "algo.lr"))
-        self.steps = int(check_positive(steps, "algo.steps", integer=True))
-        self.eps = float(check_positive(eps, "algo.eps"))
-        self.smoothing = _number(smoothing, "algo.smoothing", minimum=0.0, maximum=1.0, open_max=True,
-                                 what="it must be a number in [0, 1)")
-        self.tol = float(check_positive(tol, "algo.tol"))
-        self.maxiter = int(check_positive(maxiter, "algo.maxiter", integer=True))
+        self.p = p
+        self.remove_diag = remove_diag
+        self.search = search
+        self.select = select
+        self.loss = loss
+        self.x_min = x_min
+        self.x_max = x_max
+        self.x_step = x_step
+        self.x0 = x0
+        self.lr = lr
+        self.steps = steps
+        self.eps = eps
+        self.smoothing = smoothing
+        self.tol = tol
+        self.maxiter = maxiter
+
+    @classmethod
+    def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
+        if params["x_max"] < params["x_min"]:
+            raise UserError(f"{prefix}x_max={fmt_value(params['x_max'])} is not allowed: the x range is empty; "
+                            f"it must be >= {prefix}x_min ({fmt_value(params['x_min'])})")
+        x0 = params["x0"]
+        if params["search"] == "gradient" and x0 != "grid" and not params["x_min"] <= x0 <= params["x_max"]:
+            raise UserError(f"{prefix}x0={fmt_value(x0)} is not allowed: the gradient start must be grid or lie in "
+                            f"[x_min, x_max] = [{params['x_min']:g}, {params['x_max']:g}]")
 
     def required_eigenpairs(self) -> int:
         return self.p
 
     @property
     def objective(self) -> str:
-        """The differentiable loss the gradient search minimises (and the accuracy tie-break)."""
-        return self.loss
+        """The leave-one-out loss that selects alpha: ``select`` when it names a loss, else ``loss`` (the
+        accuracy tie-break and the gradient objective)."""
+        return self.select if self.select in LOSSES else self.loss
 
-    def check_data(self, n: int, n_classes: int) -> None:
-        """Checks that need the data size; run at the start of ``fit`` (and callable by the pipeline right after
-        loading, before the graph and eigendecomposition stages)."""
+    def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
+        """Checks that need the data size (run by the pipeline right after loading, and by ``fit``)."""
+        prefix = self.config_prefix if prefix is None else prefix
         if self.p >= n:
-            raise UserError(f"algo.p={self.p} is not allowed: it must be less than the number of points ({n})")
+            raise UserError(f"{prefix}p={self.p} is not allowed: it must be less than the number of points ({n})")
         if self.p < n_classes:
-            raise UserError(f"algo.p={self.p} is not allowed: it must be at least the number of classes ({n_classes})")
+            raise UserError(f"{prefix}p={self.p} is not allowed: it must be at least the number of classes ({n_classes})")
 
     # ---------------------------------------------------------------------------------------------------------
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         n = graph.n
-        self.check_data(n, n_classes)
         if eig is None:
             from ..spectral import laplacian_eigenpairs
 
@@ -347,7 +348,7 @@ class AutoD(GraphSSLAlgorithm):
 
         grad_info: dict[str, Any] = {}
         if self.search == "grid":
-            i = select_index(mine, self.select, self.loss)
+            i = select_index(mine, self.select, self.objective)
             x_best = float(xs[i])
         else:
             t1 = time.perf_counter()
@@ -379,7 +380,7 @@ class AutoD(GraphSSLAlgorithm):
         self._sl, self._U, self._labeled = sl, eig.vectors, np.asarray(labeled)
         self.info_.update({
             "alpha": alpha, "x": x_best, "search": self.search, "select": self.select,
-            "objective": self.objective, "remove_diag": self.remove_diag, "p_used": int(eig.p),
+            "selection_loss": self.objective, "remove_diag": self.remove_diag, "p_used": int(eig.p),
             "loo_acc": at["loo_acc"], "loo_mae": at["mae"], "loo_mse": at["mse"], "loo_ce": at["ce"],
             "lgc_labeled_acc_observed": float(np.mean(self.scores_[labeled].argmax(1) == y_labeled)),
             "sweep_seconds": round(sweep_seconds, 4), "n_grid": int(xs.size),
@@ -438,7 +439,7 @@ class AutoD(GraphSSLAlgorithm):
                 ax.plot(xs[j], table[f"{k}_{sfx}"][j], "o", color=COLORS[k], ms=5)
             # the x that `select` picks on this panel's grid (the fitted x on the fitted panel)
             x_sel = self.x_ if rd == self.remove_diag else float(xs[select_index(self.curves_[rd], self.select,
-                                                                                     self.loss)])
+                                                                                     self.objective)])
             ax.axvline(x_sel, color="0.35", ls="--", lw=0.9, label=f"chosen x ({self.select})")
             ax.set_title(title)
             ax.set_xlabel(r"$x$   ($\alpha = 2^{-1/x}$)")

@@ -57,10 +57,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import UserError
 from ..graph import Graph
 from ..linalg import block_cg, shifted_operator
-from .base import GraphSSLAlgorithm, check_bool, check_alpha, check_choice, check_positive, one_hot
+from ..params import Boolean, Interval, Options, check_params, positive, unit_open
+from .base import GraphSSLAlgorithm, one_hot
 from .lgc import lgc_propagate
 
 log = logging.getLogger(__name__)
@@ -226,9 +226,8 @@ class LooModel:
                  row_weight: np.ndarray | None = None):
         tf = _tf()
         self.tf = tf
-        check_choice(loss, "loss", LOSSES)
-        check_choice(normalize, "normalize", NORMALIZE)
-        check_choice(form, "form", self.FORMS)
+        check_params({"loss": loss, "normalize": normalize, "form": form},
+                     {"loss": [Options(LOSSES)], "normalize": [Options(NORMALIZE)], "form": [Options(self.FORMS)]})
         self.loss_name, self.normalize, self.form = loss, normalize, form
         self.dtype = tf.as_dtype(dtype)
         np_dt = np.dtype(dtype)
@@ -418,6 +417,24 @@ class AutoL(GraphSSLAlgorithm):
 
     name = "autoL"
     losses = LOSSES
+    _parameter_constraints = {
+        "mu": [positive()],
+        "loss": [Options(LOSSES)],
+        "normalize": [Options(NORMALIZE)],
+        "lr": [positive()],
+        "steps": [positive("int")],
+        "beta1": [Interval("real", 0, 1, "left")],
+        "beta2": [Interval("real", 0, 1, "left")],
+        "epsilon": [positive()],
+        "solver": [Options(SOLVERS)],
+        "tol": [positive()],
+        "maxiter": [positive("int")],
+        "t": [positive("int")],
+        "lgc_alpha": [unit_open()],
+        "dtype": [Options(DTYPES)],
+        "xla": [Boolean()],
+        "chunk": [positive("int")],
+    }
 
     def __init__(
         self,
@@ -438,30 +455,29 @@ class AutoL(GraphSSLAlgorithm):
         xla: bool = True,
         chunk: int = 500,
     ):
-        self.mu = check_positive(mu, "algo.mu")
-        self.loss = check_choice(loss, "loss", LOSSES)
-        self.normalize = check_choice(normalize, "algo.normalize", NORMALIZE)
-        self.lr = check_positive(lr, "algo.lr")
-        self.steps = check_positive(steps, "algo.steps", integer=True)
-        for name, val in (("algo.beta1", beta1), ("algo.beta2", beta2)):
-            if isinstance(val, bool) or not isinstance(val, (int, float)) or not 0.0 <= float(val) < 1.0:
-                raise UserError(f"{name}={val!r} is not allowed: it must be a number in [0, 1)")
-        self.beta1, self.beta2 = float(beta1), float(beta2)
-        self.epsilon = check_positive(epsilon, "algo.epsilon")
-        self.solver = check_choice(solver, "algo.solver", SOLVERS)
-        self.tol = check_positive(tol, "algo.tol")
-        self.maxiter = check_positive(maxiter, "algo.maxiter", integer=True)
-        self.t = check_positive(t, "algo.t", integer=True)
-        self.lgc_alpha = check_alpha(lgc_alpha, "algo.lgc_alpha")
-        self.dtype = check_choice(dtype, "algo.dtype", DTYPES)
-        self.xla = check_bool(xla, "algo.xla")
-        self.chunk = check_positive(chunk, "algo.chunk", integer=True)
+        self.mu = mu
+        self.loss = loss
+        self.normalize = normalize
+        self.lr = lr
+        self.steps = steps
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.solver = solver
+        self.tol = tol
+        self.maxiter = maxiter
+        self.t = t
+        self.lgc_alpha = lgc_alpha
+        self.dtype = dtype
+        self.xla = xla
+        self.chunk = chunk
 
     @property
     def alpha(self) -> float:
         return 1.0 / (1.0 + float(self.mu))
 
-    def _propagation_submatrix(self, graph: Graph, labeled: np.ndarray, progress: bool) -> tuple[np.ndarray, dict]:
+    def _propagation_submatrix(self, graph: Graph, labeled: np.ndarray, progress: bool,
+                               cache: Any = None) -> tuple[np.ndarray, dict]:
         """P_LL, from the on-disk cache when one is given: it depends on the graph, the labelled set and
         alpha, not on the labels, the noise or the loss, so a sweep computes it once per seed."""
         from ..cache import stable_hash
@@ -472,7 +488,6 @@ class AutoL(GraphSSLAlgorithm):
             return {"P": P, "seconds": np.array(st["seconds"]), "iterations": np.array(st["iterations"]),
                     "residual": np.array(st["residual"])}
 
-        cache = getattr(self, "_cache", None)
         if cache is None:
             arrays, hit = compute(), False
         else:
@@ -486,10 +501,10 @@ class AutoL(GraphSSLAlgorithm):
                  "residual": float(arrays["residual"]), "cache_hit": hit}
         return np.asarray(arrays["P"], dtype=np.float64), stats
 
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         l = labeled.size
         # 1. propagation submatrix
-        P, pst = self._propagation_submatrix(graph, labeled, progress)
+        P, pst = self._propagation_submatrix(graph, labeled, progress, cache)
         log.info("P_LL (%d x %d) by %s in %.2fs (%d iterations)", l, l, self.solver, pst["seconds"], pst["iterations"])
         # 2. leave-one-out matrix
         A, isolated = loo_matrix(P)

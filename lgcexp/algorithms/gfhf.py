@@ -17,18 +17,22 @@ import numpy as np
 
 from ..graph import Graph
 from ..linalg import block_cg
-from .base import GraphSSLAlgorithm, check_bool, check_positive, one_hot
+from ..params import Boolean, positive
+from .base import GraphSSLAlgorithm, one_hot
 
 
 class GFHF(GraphSSLAlgorithm):
+    """GFHF classifier. Parameters: ``tol``/``maxiter`` of the CG solve; ``cmn`` class mass normalisation."""
+
     name = "gfhf"
+    _parameter_constraints = {"tol": [positive()], "maxiter": [positive("int")], "cmn": [Boolean()]}
 
     def __init__(self, tol: float = 1e-8, maxiter: int = 20_000, cmn: bool = False):
-        self.cmn = check_bool(cmn, "algo.cmn")
-        self.tol = check_positive(tol, "algo.tol")
-        self.maxiter = check_positive(maxiter, "algo.maxiter", integer=True)
+        self.tol = tol
+        self.maxiter = maxiter
+        self.cmn = cmn
 
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         n = graph.n
         unl = np.ones(n, dtype=bool)
         unl[labeled] = False

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..graph import Graph
 from ..linalg import block_cg, shifted_operator
-from .base import GraphSSLAlgorithm, check_alpha, check_choice, check_positive, label_matrix
+from ..params import Options, positive, unit_open
+from .base import GraphSSLAlgorithm, label_matrix
 
 SOLVERS = ("cg", "power")
 
@@ -39,15 +40,22 @@ class LGC(GraphSSLAlgorithm):
     """LGC classifier. Parameters: ``alpha`` in (0, 1); ``solver`` 'cg' (default) or 'power' (``t`` steps)."""
 
     name = "lgc"
+    _parameter_constraints = {
+        "alpha": [unit_open()],
+        "solver": [Options(SOLVERS)],
+        "tol": [positive()],
+        "maxiter": [positive("int")],
+        "t": [positive("int")],
+    }
 
     def __init__(self, alpha: float = 0.9, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000):
-        self.alpha = check_alpha(alpha, "algo.alpha")
-        self.solver = check_choice(solver, "algo.solver", SOLVERS)
-        self.tol = check_positive(tol, "algo.tol")
-        self.maxiter = check_positive(maxiter, "algo.maxiter", integer=True)
-        self.t = check_positive(t, "algo.t", integer=True)
+        self.alpha = alpha
+        self.solver = solver
+        self.tol = tol
+        self.maxiter = maxiter
+        self.t = t
 
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         Y = label_matrix(graph.n, labeled, y_labeled, n_classes)
         self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t)
         self.info_["solver_iterations"] = int(it)

@@ -44,7 +44,8 @@ import scipy.sparse as sp
 
 from ..errors import UserError
 from ..graph import Graph
-from .base import GraphSSLAlgorithm, check_bool, check_choice, check_positive, one_hot
+from ..params import Boolean, Interval, Options, fmt_value, positive
+from .base import GraphSSLAlgorithm, one_hot
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +280,19 @@ class SIIS(GraphSSLAlgorithm):
     """
 
     name = "siis"
+    _parameter_constraints = {
+        "m": [positive("int")],
+        "lambda1": [positive()],
+        "lambda2": [positive()],
+        "mu": [positive()],
+        "rho": [Interval("real", 1, None, "neither")],
+        "mu_max": [positive()],
+        "tol": [positive()],
+        "max_iter": [positive("int")],
+        "multiplier_init": [Options(MULTIPLIER_INITS)],
+        "drop_trivial": [Boolean()],
+        "normalize_weights": [Boolean()],
+    }
 
     def __init__(
         self,
@@ -294,22 +308,23 @@ class SIIS(GraphSSLAlgorithm):
         drop_trivial: bool = False,
         normalize_weights: bool = False,
     ):
-        self.m = check_positive(m, "algo.m", integer=True)
-        self.lambda1 = float(check_positive(lambda1, "algo.lambda1"))
-        self.lambda2 = float(check_positive(lambda2, "algo.lambda2"))
-        self.mu = float(check_positive(mu, "algo.mu"))
-        rho_ok = isinstance(rho, (int, float, np.floating)) and not isinstance(rho, bool) and np.isfinite(rho)
-        if not rho_ok or rho <= 1.0:
-            raise UserError(f"algo.rho={rho!r} is not allowed: it must be a number > 1")
-        self.rho = float(rho)
-        self.mu_max = float(check_positive(mu_max, "algo.mu_max"))
-        if self.mu_max < self.mu:
-            raise UserError(f"algo.mu_max={mu_max!r} is not allowed: it must be >= algo.mu ({mu!r})")
-        self.tol = float(check_positive(tol, "algo.tol"))
-        self.max_iter = check_positive(max_iter, "algo.max_iter", integer=True)
-        self.multiplier_init = check_choice(multiplier_init, "algo.multiplier_init", MULTIPLIER_INITS)
-        self.drop_trivial = check_bool(drop_trivial, "algo.drop_trivial")
-        self.normalize_weights = check_bool(normalize_weights, "algo.normalize_weights")
+        self.m = m
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.mu = mu
+        self.rho = rho
+        self.mu_max = mu_max
+        self.tol = tol
+        self.max_iter = max_iter
+        self.multiplier_init = multiplier_init
+        self.drop_trivial = drop_trivial
+        self.normalize_weights = normalize_weights
+
+    @classmethod
+    def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
+        if params["mu_max"] < params["mu"]:
+            raise UserError(f"{prefix}mu_max={fmt_value(params['mu_max'])} is not allowed: it must be >= "
+                            f"{prefix}mu ({fmt_value(params['mu'])})")
 
     def required_eigenpairs(self) -> int:
         return self.m + int(self.drop_trivial)
@@ -328,17 +343,17 @@ class SIIS(GraphSSLAlgorithm):
         start = int(self.drop_trivial)
         return vectors[:, start:p], values[start:p]
 
-    def check_data(self, n: int, n_classes: int) -> None:
+    def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
         """m must be below n and at least the number of classes (called by the pipeline before any work)."""
+        prefix = self.config_prefix if prefix is None else prefix
         if self.required_eigenpairs() >= n:
-            raise UserError(f"algo.m={self.m} is not allowed here: it must be less than the number of points ({n})"
+            raise UserError(f"{prefix}m={self.m} is not allowed here: it must be less than the number of points ({n})"
                             + (" minus 1 with drop_trivial" if self.drop_trivial else ""))
         if self.m < n_classes:
-            raise UserError(f"algo.m={self.m} is not allowed here: it must be at least the number of classes ({n_classes})")
+            raise UserError(f"{prefix}m={self.m} is not allowed here: it must be at least the number of classes ({n_classes})")
 
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False) -> None:
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         n = graph.n
-        self.check_data(n, n_classes)
         t0 = time.perf_counter()
         U, sigma = self._basis(graph, eig, progress)
         W = graph.W
@@ -390,7 +405,7 @@ class SIIS(GraphSSLAlgorithm):
             "solver_iterations": int(res.iterations),
             "solver_converged": bool(res.converged),
             "solver_rel_change": float(res.rel_change),
-            "objective": float(res.objective[-1]),
+            "siis_objective": float(res.objective[-1]),
             "siis_m": int(self.m),
             "siis_lambda1": self.lambda1,
             "siis_lambda2": self.lambda2,

@@ -17,11 +17,20 @@ from pathlib import Path
 
 from lgcexp.errors import UserError
 
+from ..registry import Registry
 from .dataset import Dataset, make_dataset
 
-__all__ = ["DATASETS", "Dataset", "load_dataset", "make_dataset", "resolve_data_dir"]
+__all__ = ["DATA_SOURCES", "DATASETS", "Dataset", "load_dataset", "make_dataset", "resolve_data_dir"]
 
-DATASETS: tuple[str, ...] = ("digits", "spirals", "isolet", "mnist", "npz")
+#: config name -> data source class (one module per source)
+DATA_SOURCES = Registry("dataset", {
+    "digits": "lgcexp.data.builtin:Digits",
+    "spirals": "lgcexp.data.builtin:Spirals",
+    "isolet": "lgcexp.data.isolet:Isolet",
+    "mnist": "lgcexp.data.mnist:Mnist",
+    "npz": "lgcexp.data.builtin:NpzFile",
+})
+DATASETS: tuple[str, ...] = DATA_SOURCES.names()
 DATA_DIR_ENV = "LGCEXP_DATA_DIR"
 DEFAULT_DATA_DIR = "data"
 
@@ -35,32 +44,16 @@ def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
     return p
 
 
-def load_dataset(name: str, *, data_dir: str | None = None, path: str | None = None,
-                 download: bool = True, n_samples: int = 1000, noise: float = 0.0, seed: int = 0) -> Dataset:
-    """Load data set `name` (one of DATASETS) as a checked Dataset.
+def load_dataset(name: str, *, data_dir: str | None = None, download: bool = True, **params) -> Dataset:
+    """Load data set `name` (one of DATASETS) as a checked Dataset; `params` are the source's parameters
+    (`path` for npz; `n_samples`, `noise`, `seed` for spirals).
 
-    `data_dir` is used by isolet/mnist, `path` by npz, and `n_samples`/`noise`/`seed` by spirals.
     With `download=False` a missing isolet/mnist file is an error instead of a download.
     """
     key = name.strip().lower() if isinstance(name, str) else name
-    if key == "digits":
-        from .builtin import load_digits
-
-        return load_digits()
-    if key == "spirals":
-        from .builtin import make_spirals
-
-        return make_spirals(n_samples=n_samples, noise=noise, seed=seed)
-    if key == "npz":
-        from .builtin import load_npz
-
-        return load_npz(path)
-    if key == "mnist":
-        from . import mnist
-
-        return mnist.load(resolve_data_dir(data_dir), bool(download))
-    if key == "isolet":
-        from . import isolet
-
-        return isolet.load(resolve_data_dir(data_dir), bool(download))
-    raise UserError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
+    cls = DATA_SOURCES.get(key)
+    try:
+        source = cls(**params)
+    except TypeError as exc:
+        raise UserError(f"bad option for dataset={name}: {exc}") from None
+    return source.load(data_dir=data_dir, download=download)

@@ -10,8 +10,10 @@ import numpy as np
 
 from lgcexp.errors import UserError
 
+from ..params import Interval, String
 from .dataset import Dataset, make_dataset
 from .download import one_line
+from .source import DataSource
 
 
 def load_digits() -> Dataset:
@@ -77,3 +79,44 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
     return make_dataset("npz", X, y, source=p)
+
+
+class Digits(DataSource):
+    """scikit-learn's handwritten digits (1797 x 64, 10 classes), offline."""
+
+    name = "digits"
+
+    def _load(self, *, data_dir=None, download=True) -> Dataset:
+        return load_digits()
+
+
+class Spirals(DataSource):
+    """Two interleaved spirals (paper Figure 1). Parameters: ``n_samples``, ``noise`` (sd), ``seed``."""
+
+    name = "spirals"
+    _parameter_constraints = {
+        "n_samples": [Interval("int", 2, None)],
+        "noise": [Interval("real", 0, None)],
+        "seed": [Interval("int", 0, 2**32 - 1)],
+    }
+
+    def __init__(self, n_samples: int = 1000, noise: float = 0.0, seed: int = 0):
+        self.n_samples = n_samples
+        self.noise = noise
+        self.seed = seed
+
+    def _load(self, *, data_dir=None, download=True) -> Dataset:
+        return make_spirals(self.n_samples, self.noise, self.seed)
+
+
+class NpzFile(DataSource):
+    """A user's ``.npz`` with arrays ``X`` (n, d) and ``y`` (n,). Parameter: ``path``."""
+
+    name = "npz"
+    _parameter_constraints = {"path": [String("a path to an .npz file")]}
+
+    def __init__(self, path: str | None = None):
+        self.path = path
+
+    def _load(self, *, data_dir=None, download=True) -> Dataset:
+        return load_npz(self.path)

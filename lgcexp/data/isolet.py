@@ -23,6 +23,7 @@ import numpy as np
 from lgcexp.errors import UserError
 
 from . import lzw
+from .source import DataSource
 from .dataset import Dataset, make_dataset
 from ..cache import atomic_save_npz
 from .download import base_urls, fetch, one_line
@@ -147,3 +148,14 @@ def build(data_dir: Path) -> Path:
     path = data_dir / FILENAME
     atomic_save_npz(path, {"X": X, "y": y, "part": part}, compressed=True)
     return path
+
+
+class Isolet(DataSource):
+    """UCI ISOLET (7797 x 617, 26 classes) from ``data_dir/isolet.npz``, downloaded (and verified) when missing and allowed."""
+
+    name = "isolet"
+
+    def _load(self, *, data_dir=None, download=True) -> Dataset:
+        from . import resolve_data_dir
+
+        return load(resolve_data_dir(data_dir), bool(download))

@@ -15,6 +15,7 @@ import numpy as np
 
 from lgcexp.errors import UserError
 
+from .source import DataSource
 from .dataset import Dataset, make_dataset
 from ..cache import atomic_save_npz
 from .download import base_urls, fetch, one_line
@@ -128,3 +129,14 @@ def build(data_dir: Path) -> Path:
     path = data_dir / FILENAME
     atomic_save_npz(path, {"X": X, "y": y}, compressed=True)
     return path
+
+
+class Mnist(DataSource):
+    """MNIST (70000 x 784, 10 classes) from ``data_dir/mnist.npz``, downloaded (and verified) when missing and allowed."""
+
+    name = "mnist"
+
+    def _load(self, *, data_dir=None, download=True) -> Dataset:
+        from . import resolve_data_dir
+
+        return load(resolve_data_dir(data_dir), bool(download))

@@ -1,0 +1,20 @@
+"""Stage 2b, label noise: one module per noise model, a registry (``noise=<name>`` in the config)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..registry import Registry
+from .base import NoiseModel, noisy_count
+
+NOISE_MODELS = Registry("noise", {
+    "uniform": "lgcexp.noise.uniform:UniformNoise",
+})
+
+
+def make_noise(name: str = "uniform", **params: Any) -> NoiseModel:
+    """A noise model by name, e.g. ``make_noise("uniform", rate=0.2)``."""
+    cls = NOISE_MODELS.get(name)
+    return cls(**params)
+
+
+__all__ = ["NOISE_MODELS", "NoiseModel", "make_noise", "noisy_count"]
