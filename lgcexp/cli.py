@@ -9,6 +9,7 @@ directory stops with one line naming the key as typed and exit code 2, before an
 from __future__ import annotations
 
 import itertools
+import re
 import logging
 import os
 import sys
@@ -116,9 +117,10 @@ def _composition_error(exc: Exception, overrides: list[str], parsed: list) -> Us
     for o in parsed:
         key = o.get_key_element().lstrip("+~")
         group = o.key_or_group
-        if f"Could not find '{group}/" in text or f"Could not load '{group}/" in text:
+        m = re.search(rf"Could not (?:find|load) '{re.escape(group)}/([^']*)'", text)
+        if m:
             choices = _group_options(group)
-            return UserError(f"{o.input_line} is not allowed: choose one of {', '.join(choices)}")
+            return UserError(f"{group}={m.group(1)} is not allowed: choose one of {', '.join(choices)}")
         if f"Could not override '{key}'" in text or f"Could not append to config. An item is already at '{key}'" in text:
             others = [x for x in overrides if x != o.input_line]
             parent, _, leaf = key.rpartition(".")
@@ -176,8 +178,9 @@ def preflight(argv: list[str]) -> None:
     except HydraException as exc:
         line = str(exc).strip().splitlines()
         raise UserError(f"cannot parse the command line: {line[0] if line else exc}") from None
-    # Hydra's own settings (hydra.*, hydra/launcher=...) are Hydra's business
-    parsed = [o for o in parsed if not o.key_or_group.startswith("hydra")]
+    # Hydra's own settings (hydra.*, hydra/launcher=...) are Hydra's business, except the search path,
+    # which may add config groups (plug-ins)
+    parsed = [o for o in parsed if not o.key_or_group.startswith("hydra") or o.key_or_group == "hydra.searchpath"]
     if not multirun and any(o.is_sweep_override() for o in parsed):
         bad = next(o for o in parsed if o.is_sweep_override())
         raise UserError(f"{bad.input_line} is not allowed: a list of values is a sweep; add -m (multirun)")

@@ -23,7 +23,7 @@ from .labels import LABELS_PARAMETERS, check_label_count
 from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
-NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot")
+NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested")
 #: every value the top-level ``loss`` option can take (each method accepts a subset; see ``algo.losses``)
 KNOWN_LOSSES = ("xent", "ce", "mse", "mae")
 #: the top-level scalar options
@@ -43,7 +43,7 @@ PATHS_PARAMETERS = {
 }
 #: sections (config groups and plain sections) every config has
 SECTIONS = ("dataset", "noise", "graph", "algo", "labels", "eig", "paths")
-TOP_KEYS = (*TOP_PARAMETERS, *SECTIONS, "hydra")
+TOP_KEYS = (*TOP_PARAMETERS, *SECTIONS, "suggested", "hydra")
 
 
 def to_container(cfg: Any) -> dict[str, Any]:

@@ -51,3 +51,30 @@ def two_clusters(n_per: int = 30, seed: int = 0, gap: float = 6.0):
     X = np.vstack([rng.normal(size=(n_per, 2)), rng.normal(size=(n_per, 2)) + gap])
     y = np.repeat([0, 1], n_per)
     return X, y
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    """Tests that run the CLI in-process let Hydra configure logging (handlers bound to the test's captured
+    stderr); put the root logger back afterwards so no later log line goes to a closed stream."""
+    import logging
+    import sys
+
+    root = logging.getLogger()
+    if "absl.logging" in sys.modules:
+        # TensorFlow's absl handler holds the stderr of the test that imported it; logging.config (Hydra) would
+        # close that stream when it clears the handlers, which is pytest's capture file: keep it off the root
+        # (logging.config closes every handler ever created, attached or not): point it at the real stderr,
+        # which absl never closes
+        absl_handler = sys.modules["absl.logging"].get_absl_handler()
+        absl_handler.python_handler.stream = sys.__stderr__
+    saved = (list(root.handlers), root.level)
+    yield
+    for h in root.handlers:
+        if h not in saved[0]:
+            try:
+                h.close()
+            except Exception:
+                pass
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])

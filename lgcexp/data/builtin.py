@@ -62,6 +62,8 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
     p = os.path.expanduser(os.fspath(path))
     if not os.path.isfile(p):
         raise UserError(f"npz file not found: {p!r} (dataset 'npz' needs an existing .npz with arrays X and y)")
+    if not zipfile.is_zipfile(p):
+        raise UserError(f"{p}: not a readable npz file (not a zip archive)")
     try:
         with np.load(p, allow_pickle=False) as z:
             found = sorted(z.files)
@@ -100,7 +102,7 @@ class Spirals(DataSource):
         "seed": [Interval("int", 0, 2**32 - 1)],
     }
 
-    def __init__(self, n_samples: int = 1000, noise: float = 0.0, seed: int = 0):
+    def __init__(self, n_samples: int = 1000, noise: float = 0.05, seed: int = 0):
         self.n_samples = n_samples
         self.noise = noise
         self.seed = seed
