@@ -1,10 +1,10 @@
 """Stage 2: label sampling and label noise (pure functions of the labels and the seed).
 
 Sampling is stratified exactly as scikit-learn's ``train_test_split(stratify=y, random_state=seed)``
-allocates it, which is what the paper's authors used (reference notes §1): ISOLET 1040 labels are 40 per
+allocates it, which is what the paper's authors used (docs/fidelity.md#labels): ISOLET 1040 labels are 40 per
 class; MNIST 100 labels are 11 of digit 1, 9 of digit 5 and 10 of every other digit.
 
-Noise is uniform ("NCAR", notes §2): exactly ``m = l - round(l * (1 - rate))`` labelled points, chosen
+Noise is uniform ("NCAR", docs/fidelity.md#noise): exactly ``m = l - round(l * (1 - rate))`` labelled points, chosen
 uniformly, each flipped to a class drawn uniformly among the other ``c - 1``.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def sample_labeled(y: np.ndarray, n_labels: int, seed: int) -> np.ndarray:
 
 
 def noisy_count(n_labeled: int, rate: float) -> int:
-    """Number of flipped labels: ``l - round(l (1 - rate))`` (notes §2, step 3)."""
+    """Number of flipped labels: ``l - round(l (1 - rate))`` (docs/fidelity.md#noise)."""
     return int(n_labeled - round(n_labeled * (1.0 - rate)))
 
 
