@@ -28,8 +28,8 @@ reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel) 
 reproduce-tables-quick:  ## the same with 3 seeds -> results/quick/tables/
 	$(PYTHON) scripts/reproduce_tables.py --quick --jobs $(JOBS)
 
-tables:             ## rebuild results/tables/ from the runs already under results/runs/
-	lgcexp-tables --root results/runs --out results/tables --runs-csv results/runs.csv
+tables:             ## rebuild results/tables/ from the runs under results/runs/ (without them, as in a clone: from results/runs.csv)
+	lgcexp-tables $(if $(wildcard results/runs),--root results/runs --runs-csv results/runs.csv,--from-csv results/runs.csv) --out results/tables
 
 clean:
 	rm -rf outputs multirun .pytest_cache

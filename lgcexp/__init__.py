@@ -5,3 +5,7 @@ in a Graph-based Semi-supervised Classifier" (LGC_LVO_AutoL / LGC_LVO_AutoD).
 """
 
 __version__ = "0.1.0"
+
+from .locations import register_resolver as _register_resolver
+
+_register_resolver()  # conf/paths/default.yaml reads the default data/cache directories through it

@@ -1,9 +1,9 @@
-"""Stage 3: the affinity graph (reference notes §3).
+"""Stage 3: the affinity graph (docs/fidelity.md#graph; paper Eqs. (7)-(9)).
 
 Exact k-nearest neighbours with faiss (``IndexFlatL2``, self excluded), symmetrised as the union graph
 (element-wise max of the distance matrix and its transpose; ``mutual`` = min), Gaussian weights
 ``W_ij = exp(-d_ij^2 / (2 sigma^2))`` with a zero diagonal, and the normalised affinity
-``S = D^-1/2 W D^-1/2`` (paper Eq. for L_N: ``L_N = I - S``). The graph depends only on the data and these
+``S = D^-1/2 W D^-1/2`` (paper Eq. (9): ``L_N = I - S``). The graph depends only on the data and these
 settings, never on the seed, so it is cached on disk.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Graph:
         self.degree = np.asarray(self.W.sum(axis=1)).ravel()
         inv_sqrt = np.ones_like(self.degree)
         pos = self.degree > 0
-        inv_sqrt[pos] = 1.0 / np.sqrt(self.degree[pos])  # a zero degree gets factor 1 (notes §3)
+        inv_sqrt[pos] = 1.0 / np.sqrt(self.degree[pos])  # a zero degree gets factor 1 (docs/fidelity.md#graph)
         Dm = sp.diags(inv_sqrt)
         self.S = sp.csr_matrix(Dm @ self.W @ Dm)
         self.inv_sqrt_degree = inv_sqrt

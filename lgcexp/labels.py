@@ -1,10 +1,10 @@
 """Stage 2: label sampling and label noise (pure functions of the labels and the seed).
 
 Sampling is stratified exactly as scikit-learn's ``train_test_split(stratify=y, random_state=seed)``
-allocates it, which is what the paper's authors used (reference notes §1): ISOLET 1040 labels are 40 per
+allocates it, which is what the paper's authors used (docs/fidelity.md#labels): ISOLET 1040 labels are 40 per
 class; MNIST 100 labels are 11 of digit 1, 9 of digit 5 and 10 of every other digit.
 
-Noise comes from a noise model (:mod:`lgcexp.noise`; default uniform with an exact count).
+Noise comes from a noise model (:mod:`lgcexp.noise`; default uniform with an exact count, docs/fidelity.md#noise).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ one BLAS thread on a shared 2-core machine (``scripts/bench_autod.py eig``):
   kernel-polynomial eigenvalue count and checked afterwards. Default for large graphs.
 - ``lanczos`` (230-250 s): ARPACK ``eigsh`` for the p largest algebraic eigenvalues of S (lambda = 1 - mu);
   ~3000 Lanczos steps with ncv = 2p + 1, dominated by ARPACK's re-orthogonalisation.
-- ``shift-invert``: close to the authors' choice (reference notes §6a), ``eigsh(L, sigma=-0.75,
+- ``shift-invert``: close to the authors' choice (docs/fidelity.md#autod-eigensolver), ``eigsh(L, sigma=-0.75,
   which='LM')`` with a SuperLU factor of ``L + 0.75 I``: not finished after 11 min (RSS 3 GB and growing;
   kNN graphs of high-dimensional data fill in badly). Fine on small graphs. Uses ARPACK's 'normal' mode:
   the authors' 'cayley' mode returns wrong (largest-lambda) pairs once lambda_p > 0.28 (ISOLET, p = 300).
@@ -56,7 +56,7 @@ DEFAULT_TOL = 1e-8
 #: ``solver='auto'`` decomposes densely when n <= DENSE_MAX_N and p >= n / DENSE_MIN_FRACTION
 DENSE_MAX_N = 2500
 DENSE_MIN_FRACTION = 20
-#: the authors' shift for the shift-invert solver (notes §6a)
+#: the authors' shift for the shift-invert solver (docs/fidelity.md#autod-eigensolver)
 SHIFT_SIGMA = -0.75
 CACHE_KIND = "eig"
 

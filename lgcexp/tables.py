@@ -3,8 +3,11 @@ labelled accuracy) with the paper's reported numbers beside ours.
 
 ``lgcexp-tables --root results/runs`` reads every ``result.json`` (and ``error.json``) below the root,
 writes ``results/runs.csv`` (one row per run) and ``results/tables/`` (Markdown, CSV, LaTeX per table).
+``lgcexp-tables --from-csv results/runs.csv`` rebuilds the tables from that one-row-per-run table instead
+(a clone has the committed ``runs.csv`` but not the run directories).
 Means and standard deviations are over seeds, population sd (ddof=0) as the paper's authors computed them,
-in percent with two decimals.
+in percent with two decimals. The paper's reported numbers ship inside the package
+(``lgcexp/resources/paper_reported.csv``, read by :func:`load_reported`).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import json
 import platform
 import sys
 from datetime import datetime, timezone
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +46,31 @@ PAPER_TABLES = [
     ("table2b_mnist_labeled", "MNIST", "labeled", "MNIST (100/70000 labels): accuracy on labelled examples after label correction"),
 ]
 
+#: the paper's reported numbers, inside the package (``lgcexp/resources/paper_reported.csv``)
+REPORTED_RESOURCE = ("resources", "paper_reported.csv")
+
+#: ``source`` values of the reported numbers -> who published them (the paper quotes them)
+SOURCES = {"paper": "the paper", "gong2017": "Gong et al. (2017)", "lu2015": "Lu et al. (2015)"}
+
+#: what the paper's ``*`` stands for, per source: the paper (Table 2) puts it, without defining it, on exactly
+#: the methods whose numbers it quotes from that source
+STAR_NOTES = {
+    "lu2015": "Lu et al. (2015); those were computed on an anchor graph with graph parameters tuned by "
+              "cross-validation (paper, Experiment 2), not on the kNN graph used here",
+}
+
 RUN_COLUMNS = ["dataset", "algo", "loss", "method", "noise_rate", "seed", "n", "n_labeled", "n_flipped",
                "acc_unlabeled", "acc_labeled", "acc_labeled_lgc", "n_dropped", "detect_precision", "detect_recall",
                "detect_f1", "detect_auc", "chosen_alpha", "seconds_total", "config_hash", "run_dir"]
+
+
+def load_reported(path: str | Path | None = None) -> pd.DataFrame:
+    """The paper's reported numbers: the CSV shipped in the package, or ``path`` when given."""
+    if path is not None:
+        return pd.read_csv(path)
+    folder, name = REPORTED_RESOURCE
+    with (resources.files("lgcexp") / folder / name).open("r", encoding="utf-8") as fh:
+        return pd.read_csv(fh)
 
 
 def method_name(algo: str, loss: str | None) -> str:
@@ -103,7 +129,7 @@ def compare(agg: pd.DataFrame, reported: pd.DataFrame, dataset: str, metric: str
         pm = float(p[f"{metric}_mean"].iloc[0]) if len(p) else np.nan
         psd = float(p[f"{metric}_sd"].iloc[0]) if len(p) else np.nan
         diff = om - pm
-        tol = max(1.0, psd) if np.isfinite(psd) else np.nan
+        tol = max(1.0, psd) if np.isfinite(psd) else 1.0  # no sd quoted: one point
         rows.append({"noise": noise, "method": method, "n_seeds": int(o["n_seeds"].iloc[0]) if len(o) else 0,
                      "ours_mean": om, "ours_sd": osd, "paper_mean": pm, "paper_sd": psd, "diff": diff,
                      "tolerance": tol, "within": bool(abs(diff) <= tol) if np.isfinite(diff) else None})
@@ -111,7 +137,25 @@ def compare(agg: pd.DataFrame, reported: pd.DataFrame, dataset: str, metric: str
 
 
 def _pm(m: float, s: float) -> str:
-    return "—" if not np.isfinite(m) else f"{m:.2f} ± {s:.2f}"
+    """``mean ± sd``; the mean alone when no sd is known (NaN), so a quoted 0.00 sd stays visible."""
+    if not np.isfinite(m):
+        return "—"
+    return f"{m:.2f} ± {s:.2f}" if np.isfinite(s) else f"{m:.2f}"
+
+
+def _pm_tex(m: float, s: float) -> str:
+    return rf"${m:.2f} \pm {s:.2f}$" if np.isfinite(s) else rf"${m:.2f}$"
+
+
+def star_legend(methods: list[str], reported: pd.DataFrame) -> str:
+    """One line saying what ``*`` means, for the starred methods shown (empty when none is shown)."""
+    starred = [m for m in methods if "*" in m]
+    if not starred:
+        return ""
+    sources = list(dict.fromkeys(reported.loc[reported["method"].isin(starred), "source"]))
+    what = "; ".join(STAR_NOTES.get(src, SOURCES.get(src, src)) for src in sources)
+    return (f"`*` ({', '.join(starred)}): kept from the paper, which puts it, without defining it, on exactly the "
+            f"methods whose numbers it quotes from {what}.")
 
 
 def _method_order(methods: list[str]) -> list[str]:
@@ -142,8 +186,11 @@ def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metri
                     cell += f"<br>Δ {r['diff']:+.2f}{mark}"
             cells.append(cell)
         lines.append(f"| {noise}% | " + " | ".join(cells) + " |")
+    # others' values for this metric only: a source that reports none (Lu et al.: no labelled accuracy) is left out
+    others = others[np.isfinite(others[f"{metric}_mean"].astype(float))] if len(others) else others
     if len(others):
-        lines += ["", "Reported by others (quoted in the paper, not rerun here):", ""]
+        who = ", ".join(SOURCES.get(s, s) for s in dict.fromkeys(others["source"]))
+        lines += ["", f"Reported by others (quoted in the paper from {who}; not rerun here):", ""]
         om = list(dict.fromkeys(others["method"]))
         lines.append("| Noise | " + " | ".join(om) + " |")
         lines.append("|---|" + "---|" * len(om))
@@ -155,6 +202,9 @@ def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metri
                 s = r[f"{metric}_sd"].iloc[0] if len(r) else np.nan
                 cells.append(_pm(float(v), float(s)) if np.isfinite(v) else "")
             lines.append(f"| {noise}% | " + " | ".join(cells) + " |")
+        legend = star_legend(om, others)
+        if legend:
+            lines += ["", legend]
     return "\n".join(lines) + "\n"
 
 
@@ -172,9 +222,9 @@ def render_latex(cmp: pd.DataFrame, caption: str) -> str:
                 cells.append("")
                 continue
             r = r.iloc[0]
-            c = rf"${r.ours_mean:.2f} \pm {r.ours_sd:.2f}$"
+            c = _pm_tex(r.ours_mean, r.ours_sd)
             if np.isfinite(r.paper_mean):
-                c = rf"\makecell{{{c} \\ \tiny paper ${r.paper_mean:.2f} \pm {r.paper_sd:.2f}$}}"
+                c = rf"\makecell{{{c} \\ \tiny paper {_pm_tex(r.paper_mean, r.paper_sd)}}}"
             cells.append(c)
         out.append(rf"{noise}\% & " + " & ".join(cells) + r" \\")
     out += [r"\hline", r"\end{tabular}", r"\end{table}"]
@@ -204,30 +254,50 @@ def write_tables(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
     return written
 
 
-def provenance_line(command: str | None = None) -> str:
+def provenance_line(command: str | None = None, runs_csv: str | None = None) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     import os
 
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     cmd = command or "lgcexp-tables"
-    return f"Produced by `{cmd}` on {now} ({machine})."
+    line = f"Produced by `{cmd}` on {now} ({machine})."
+    if runs_csv:
+        line += f" The runs were read from `{runs_csv}` (see PROVENANCE.md for how they were produced)."
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lgcexp-tables", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default="results/runs", help="directory holding run directories (result.json)")
     ap.add_argument("--out", default="results/tables", help="where to write the tables")
-    ap.add_argument("--runs-csv", default="results/runs.csv", help="the tidy one-row-per-run table")
-    ap.add_argument("--reported", default=str(Path(__file__).resolve().parent.parent / "results" / "paper_reported.csv"),
-                    help="the paper's reported numbers (CSV)")
+    ap.add_argument("--runs-csv", default="results/runs.csv", help="the tidy one-row-per-run table (written)")
+    ap.add_argument("--from-csv", default=None, metavar="RUNS_CSV",
+                    help="build the tables from this one-row-per-run table (e.g. results/runs.csv) instead of --root")
+    ap.add_argument("--reported", default=None,
+                    help="the paper's reported numbers (CSV); default: the copy shipped in the package")
     ap.add_argument("--command", default=None, help="the command to quote as provenance")
     a = ap.parse_args(argv)
+    reported = load_reported(a.reported)
+    if a.from_csv is not None:
+        src = Path(a.from_csv)
+        if not src.is_file():
+            print(f"lgcexp-tables: error: --from-csv {src} is not a file", file=sys.stderr)
+            return 2
+        runs = pd.read_csv(src)
+        missing = [c for c in ("dataset", "method", "noise_rate", "acc_unlabeled", "acc_labeled") if c not in runs]
+        if missing:
+            print(f"lgcexp-tables: error: --from-csv {src} lacks the column(s) {', '.join(missing)}", file=sys.stderr)
+            return 2
+        command = a.command or f"lgcexp-tables --from-csv {src}"
+        written = write_tables(runs, reported, Path(a.out), provenance_line(command, str(src)))
+        print(f"lgcexp-tables: {len(runs)} runs read from {src}; wrote {len(written)} files in {a.out}")
+        return 0
     root = Path(a.root)
     if not root.is_dir():
-        print(f"lgcexp-tables: error: --root {root} is not a directory (run a sweep first)", file=sys.stderr)
+        print(f"lgcexp-tables: error: --root {root} is not a directory (run a sweep first, or use --from-csv)",
+              file=sys.stderr)
         return 2
     runs, fails = collect(root)
-    reported = pd.read_csv(a.reported)
     atomic_write_text(Path(a.runs_csv), runs.to_csv(index=False))
     written = write_tables(runs, reported, Path(a.out), provenance_line(a.command))
     print(f"lgcexp-tables: {len(runs)} runs, {len(fails)} failed; wrote {a.runs_csv} and {len(written)} files in {a.out}")

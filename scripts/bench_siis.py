@@ -4,7 +4,7 @@
 One SIIS fit on ISOLET (m = 300, the paper's graph, 1040 labels, seed 0) at 0 % noise (lambda1 = 1e5, the
 slowest setting: most ALM iterations) and at 40 % (lambda1 = 1e2), after the eigenpairs are cached
 (``$LGCEXP_CACHE_DIR``; the first run computes them). Baseline, measured in the same run: the textbook ALM
-of reference notes §7 as the authors' code does it, with the dense (edges x m) matrix P U formed explicitly
+of docs/fidelity.md#siis as the authors' code does it, with the dense (edges x m) matrix P U formed explicitly
 and an m x m solve per iteration; it runs a few iterations only and is compared per iteration.
 
     python scripts/bench_siis.py            # ISOLET

@@ -1,4 +1,4 @@
-"""SIIS (Gong et al. 2017; reference notes §7): ALM sub-steps against their closed forms, the whole solver
+"""SIIS (Gong et al. 2017; docs/fidelity.md#siis): ALM sub-steps against their closed forms, the whole solver
 against an independent optimiser, toy behaviour, parameter checks and the config tables."""
 from types import SimpleNamespace
 
@@ -179,7 +179,7 @@ def reference_optimum(prob, m, c):
 
 
 def textbook_alm(prob, mu=1.0, rho=1.2, mu_max=1e7, tol=1e-4, max_iter=1000, init=1.0):
-    """The update sequence of reference notes §7, written plainly with dense PU."""
+    """The update sequence of docs/fidelity.md#siis, written plainly with dense PU."""
     PU = prob.P @ prob.U
     JU, Y = prob.UL, prob.YL
     m, c = prob.U.shape[1], Y.shape[1]

@@ -1,4 +1,4 @@
-"""LGC_LVO_AutoD: choose LGC's diffusion rate alpha by the labelled leave-one-out loss (paper §3.2, Fig. 2).
+"""LGC_LVO_AutoD: choose LGC's diffusion rate alpha by the labelled leave-one-out loss (paper §3.2, Eqs. (34)-(42), Fig. 2).
 
 With the p smallest eigenpairs ``L u_k = lambda_k u_k`` of the normalised Laplacian, the propagation matrix
 ``P = (I - alpha S)^-1`` is approximated by ``U diag(lt) U^T`` with ``lt_k = 1 / (1 - alpha + alpha lambda_k)``
@@ -9,7 +9,7 @@ With the p smallest eigenpairs ``L u_k = lambda_k u_k`` of the normalised Laplac
 - ``H = G - diag(s) Y_L`` (``remove_diag=true``, the leave-one-out prediction) or ``H = G``
 - ``H <- max(H, 0) + eps``, rows normalised to probabilities.
 
-Losses against the observed labels (means over the labelled rows; reference notes §6a): MAE
+Losses against the observed labels (means over the labelled rows; docs/fidelity.md#autod-grid): MAE
 ``sum_c |H - Y|``, MSE ``sum_c (H - Y)^2`` and cross-entropy ``-sum_c Y log((1 - s) H + s / c)`` with a
 light smoothing s (default 0.01; the authors used s / l instead of s / c, which changes only the floor
 ``-log(s / .)`` charged to a point whose own class gets zero score).
@@ -58,7 +58,7 @@ SELECTS = ("acc", "mae", "mse", "ce")
 LOSSES = ("mae", "mse", "ce")
 SEARCHES = ("grid", "gradient")
 CURVE_COLUMNS = ("mae", "mse", "ce", "loo_acc")
-#: the paper's Figure 2 colours (matplotlib's default cycle, reference notes §6a)
+#: the paper's Figure 2 colours (matplotlib's default cycle, docs/fidelity.md#autod-grid)
 COLORS = {"mae": "tab:orange", "mse": "tab:blue", "ce": "tab:green", "loo_acc": "tab:red",
           "unl_acc": "tab:purple"}
 LABELS = {"mae": "MAE", "mse": "MSE", "ce": "cross-entropy", "loo_acc": "labelled acc. (LOO)",

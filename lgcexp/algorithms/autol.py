@@ -1,6 +1,6 @@
 """LGC_LVO_AutoL: label reliability learned from the leave-one-out loss (paper §3.1, Tables 1-4).
 
-What is computed (defaults follow the authors' code, reference notes §5 and §10):
+What is computed (defaults follow the authors' code, docs/fidelity.md#autol; paper Eqs. (28)-(29)):
 
 1. ``P_LL``: the rows at the labelled points of ``(1 - alpha)(I - alpha S)^-1 E``, ``E`` one indicator
    column per labelled point, ``alpha = 1 / (1 + mu)`` (mu = 0.1111, so alpha = 0.90001). Solved by
@@ -288,7 +288,7 @@ class LooModel:
     def loss(self, W):
         tf = self.tf
         Q = self.probs(W)
-        if self.loss_name == "xent":  # reverse cross-entropy, as the authors' code (notes §5 step 7)
+        if self.loss_name == "xent":  # reverse cross-entropy, as the authors' code (docs/fidelity.md#autol-loss)
             per_row = -tf.reduce_sum(Q * self.logB, axis=1)
         elif self.loss_name == "ce":
             per_row = -tf.reduce_sum(self.B * tf.math.log(Q + LOG_EPS), axis=1)

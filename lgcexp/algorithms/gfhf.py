@@ -2,7 +2,7 @@
 
 The harmonic solution with the labelled points clamped to their (observed) one-hot labels:
 ``(D_UU - W_UU) F_U = W_UL Y_L``, i.e. ``F_U = (I - P_UU)^-1 P_UL Y_L`` with ``P = D^-1 W``
-(reference notes §8). Solved by Jacobi-preconditioned conjugate gradient on the unlabelled block.
+(docs/fidelity.md#gfhf). Solved by Jacobi-preconditioned conjugate gradient on the unlabelled block.
 Labelled rows keep their given labels, so labelled accuracy equals 1 - noise rate.
 An unlabelled connected component with no labelled point gets zero scores (argmax: class 0).
 

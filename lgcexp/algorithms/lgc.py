@@ -1,6 +1,6 @@
 """Local and Global Consistency (Zhou et al. 2004; paper §2.1).
 
-``F = (I - alpha S)^-1 Y`` (paper Eqs. for F and the propagation matrix P; the factor beta = 1 - alpha is
+``F = (I - alpha S)^-1 Y`` (paper Eqs. (20) and (24); the factor beta = 1 - alpha is
 left out, which changes no argmax). ``I - alpha S`` is symmetric positive definite with eigenvalues in
 ``[1 - alpha, 1 + alpha]``, so conjugate gradient converges in O(sqrt((1+alpha)/(1-alpha)) log(1/tol))
 sparse products; it is run to a relative residual ``tol`` rather than for a fixed number of iterations.

@@ -1,4 +1,4 @@
-"""SIIS: sparse label correction on the smooth eigenbasis (Gong et al. 2017; reference notes §7).
+"""SIIS: sparse label correction on the smooth eigenbasis (Gong et al. 2017; docs/fidelity.md#siis).
 
 The class scores are restricted to the span of the ``m`` smoothest eigenvectors ``U`` of the normalised
 Laplacian ``L = I - S`` (eigenvalues ``Sigma``): ``F = U A`` with ``A`` an (m, c) coefficient matrix, and
@@ -10,7 +10,7 @@ with ``P`` the weighted incidence matrix: one row per *stored* entry ``W_ij`` of
 robust: the first lets the prediction jump across a few edges, the second lets it disagree with a few
 (noisy) labels, which is the "label correction".
 
-Solver: the inexact augmented Lagrangian method of the authors' re-implementation (notes §7). With the
+Solver: the inexact augmented Lagrangian method of the authors' re-implementation (docs/fidelity.md#siis). With the
 splittings ``Q = P U A`` and ``R = J U A - Y`` (J: the labelled rows), multipliers ``Lambda1``, ``Lambda2``
 (started at ones, as the authors did) and a penalty ``mu`` growing by ``rho`` up to ``mu_max``, each iteration
 
@@ -275,7 +275,7 @@ class SIIS(GraphSSLAlgorithm):
     Parameters: ``m`` eigenvectors; ``lambda1`` (label fidelity, l2,1), ``lambda2`` (spectral smoothness);
     ALM ``mu`` (initial penalty), ``rho`` (> 1), ``mu_max``, ``tol`` (relative change of A), ``max_iter``;
     ``multiplier_init`` 'ones' (the authors') or 'zeros'. Variants of the authors' earlier version
-    (before 2021-03-17, notes §7): ``drop_trivial`` skips the first eigenvector and uses the next m;
+    (before 2021-03-17, docs/fidelity.md#siis): ``drop_trivial`` skips the first eigenvector and uses the next m;
     ``normalize_weights`` divides W by the mean of its stored entries.
     """
 

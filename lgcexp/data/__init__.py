@@ -7,7 +7,7 @@
     load_dataset("isolet", data_dir="~/data")    # data_dir/isolet.npz, downloaded if missing
 
 Bad input raises `lgcexp.errors.UserError` with one line. `data_dir` defaults to
-`$LGCEXP_DATA_DIR`, else `./data`.
+`$LGCEXP_DATA_DIR`, else `~/.cache/lgcexp/data` (`lgcexp.locations`, the CLI's default too).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from lgcexp.errors import UserError
+from lgcexp.locations import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_dir  # noqa: F401 (names kept for callers)
 
 from ..registry import Registry
 from .dataset import Dataset, make_dataset
@@ -31,13 +32,11 @@ DATA_SOURCES = Registry("dataset", {
     "npz": "lgcexp.data.builtin:NpzFile",
 })
 DATASETS: tuple[str, ...] = DATA_SOURCES.names()
-DATA_DIR_ENV = "LGCEXP_DATA_DIR"
-DEFAULT_DATA_DIR = "data"
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
-    """`data_dir` with `~` expanded; None -> `$LGCEXP_DATA_DIR`, else `./data`."""
-    raw = data_dir if data_dir not in (None, "") else (os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+    """`data_dir` with `~` expanded; None -> `$LGCEXP_DATA_DIR`, else `~/.cache/lgcexp/data`."""
+    raw = data_dir if data_dir not in (None, "") else default_dir("data")
     p = Path(os.path.expanduser(os.fspath(raw)))
     if p.exists() and not p.is_dir():
         raise UserError(f"data_dir {str(p)!r} is not a directory; pass a directory holding mnist.npz / isolet.npz")

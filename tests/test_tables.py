@@ -1,0 +1,126 @@
+"""Table rendering from a small fake runs table: quoted values without an sd, empty "reported by others"
+blocks, the `*` legend, --from-csv, and the reported numbers shipped inside the package."""
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lgcexp.tables import (REPORTED_RESOURCE, aggregate, compare, load_reported, main as tables_main,
+                           render_latex, render_markdown, star_legend, write_tables)
+
+
+def fake_runs() -> pd.DataFrame:
+    """Two seeds of LGC on MNIST at 0 % and 15 % noise (the columns runs.csv has)."""
+    rows = []
+    for noise, accs in ((0.0, [(0.92, 1.0), (0.94, 1.0)]), (0.15, [(0.84, 0.85), (0.86, 0.85)])):
+        for seed, (u, lab) in enumerate(accs):
+            rows.append({"dataset": "mnist", "algo": "lgc", "loss": np.nan, "method": "LGC", "noise_rate": noise,
+                         "seed": seed, "acc_unlabeled": u, "acc_labeled": lab})
+    return pd.DataFrame(rows)
+
+
+def fake_reported() -> pd.DataFrame:
+    """The paper's LGC cells (one with no sd), and others' values for the unlabelled metric only."""
+    cols = ["table", "dataset", "noise", "method", "unlabeled_mean", "unlabeled_sd", "labeled_mean", "labeled_sd",
+            "source"]
+    rows = [
+        (2, "MNIST", 0, "LGC", 93.0, 1.0, 100.0, 0.0, "paper"),        # a real 0.00 sd
+        (2, "MNIST", 15, "LGC", 85.4, np.nan, 85.0, np.nan, "paper"),  # quoted without an sd
+        (2, "MNIST", 0, "LSSC*", 93.1, 0.7, np.nan, np.nan, "lu2015"),
+        (2, "MNIST", 15, "LSSC*", 91.1, np.nan, np.nan, np.nan, "lu2015"),
+        (2, "MNIST", 0, "GFHF", 80.0, 0.0, np.nan, np.nan, "gong2017"),
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _render(metric: str) -> tuple[str, pd.DataFrame]:
+    reported = fake_reported()
+    cmp = compare(aggregate(fake_runs()), reported, "MNIST", metric)
+    others = reported[reported["source"] != "paper"]
+    return render_markdown(cmp, others, "caption", metric), cmp
+
+
+def test_values_without_sd_show_the_mean_alone():
+    md, cmp = _render("unlabeled")
+    assert "93.00 ± 1.00 (n=2)<br>paper 93.00 ± 1.00" in md
+    assert "85.00 ± 1.00 (n=2)<br>paper 85.40<br>Δ -0.40 ✓" in md  # no sd quoted: mean alone, tolerance 1
+    assert "| 15% | 91.10 |" in md and "nan" not in md
+    assert "| 0% | 93.10 ± 0.70 | 80.00 ± 0.00 |" in md  # a quoted 0.00 sd is shown as such
+    row = cmp[cmp["noise"] == 15].iloc[0]
+    assert np.isnan(row["paper_sd"]) and row["tolerance"] == 1.0 and row["within"]
+    labeled, _ = _render("labeled")
+    assert "paper 100.00 ± 0.00" in labeled and "paper 85.00<br>" in labeled
+
+
+def test_latex_without_sd():
+    _, cmp = _render("unlabeled")
+    tex = render_latex(cmp, "caption")
+    assert r"paper $85.40$" in tex and r"paper $93.00 \pm 1.00$" in tex and "nan" not in tex
+
+
+def test_empty_others_block_is_omitted():
+    md, _ = _render("labeled")  # others quote no labelled accuracy
+    assert "Reported by others" not in md and "LSSC*" not in md and "`*`" not in md
+    md, _ = _render("unlabeled")
+    assert "Reported by others (quoted in the paper from Lu et al. (2015), Gong et al. (2017); not rerun here):" in md
+
+
+def test_star_legend_under_the_table():
+    md, _ = _render("unlabeled")
+    lines = md.rstrip("\n").splitlines()
+    assert lines[-1].startswith("`*` (LSSC*): kept from the paper") and "Lu et al. (2015)" in lines[-1]
+    assert "anchor graph" in lines[-1]
+    assert star_legend(["GFHF"], fake_reported()) == ""  # no starred method shown: no legend
+
+
+def test_write_tables_and_from_csv(tmp_path):
+    runs_csv = tmp_path / "runs.csv"
+    fake_runs().to_csv(runs_csv, index=False)
+    reported_csv = tmp_path / "reported.csv"
+    fake_reported().to_csv(reported_csv, index=False)
+    out = tmp_path / "tables"
+    assert tables_main(["--from-csv", str(runs_csv), "--out", str(out), "--reported", str(reported_csv)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["README.md", "summary.csv", "table2a_mnist_unlabeled.csv", "table2a_mnist_unlabeled.md",
+                     "table2a_mnist_unlabeled.tex", "table2b_mnist_labeled.csv", "table2b_mnist_labeled.md",
+                     "table2b_mnist_labeled.tex"]
+    readme = (out / "README.md").read_text()
+    assert f"--from-csv {runs_csv}" in readme and f"read from `{runs_csv}`" in readme
+    # the same as building in-process from the DataFrame (apart from the provenance line)
+    direct = tmp_path / "direct"
+    write_tables(fake_runs(), fake_reported(), direct)
+    for name in names[1:]:
+        assert (out / name).read_text() == (direct / name).read_text(), name
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["unlabeled_mean"].tolist() == [93.0, 85.0] and summary["unlabeled_sd"].tolist() == [1.0, 1.0]
+
+
+def test_from_csv_errors(tmp_path, capsys):
+    assert tables_main(["--from-csv", str(tmp_path / "none.csv"), "--out", str(tmp_path / "t")]) == 2
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"dataset": ["mnist"]}).to_csv(bad, index=False)
+    assert tables_main(["--from-csv", str(bad), "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a file" in err and "lacks the column(s) method, noise_rate" in err
+    assert not (tmp_path / "t").exists()
+
+
+def test_reported_numbers_ship_in_the_package():
+    folder, name = REPORTED_RESOURCE
+    res = resources.files("lgcexp") / folder / name
+    assert res.is_file()
+    reported = load_reported()
+    assert set(reported["source"]) == {"paper", "gong2017", "lu2015"}
+    assert len(reported[reported["source"] == "paper"]) == 16 + 9  # own rows of Tables 1 (4 x 4) and 2 (3 x 3)
+    lgc = reported[(reported["dataset"] == "ISOLET") & (reported["noise"] == 0) & (reported["method"] == "LGC")]
+    assert lgc["unlabeled_mean"].item() == 84.71 and lgc["unlabeled_sd"].item() == 0.56
+
+
+@pytest.mark.parametrize("metric", ["unlabeled", "labeled"])
+def test_shipped_reported_renders_without_nan(metric):
+    reported = load_reported()
+    cmp = compare(aggregate(fake_runs()), reported, "MNIST", metric)
+    md = render_markdown(cmp, reported[(reported["dataset"] == "MNIST") & (reported["source"] != "paper")],
+                         "caption", metric)
+    assert "nan" not in md and ("Reported by others" in md) == (metric == "unlabeled")
