@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from contextlib import contextmanager
@@ -18,9 +19,28 @@ import numpy as np
 from filelock import FileLock
 
 
+def _canonical(obj: Any) -> Any:
+    """Numbers in one form before hashing: a float that holds an integer hashes as that integer, so
+    ``noise.rate=0`` and ``noise.rate=0.0`` (or ``graph.sigma=100`` and ``100.0``) give the same hash.
+    Booleans stay booleans; NaN and infinities stay floats."""
+    if isinstance(obj, dict):
+        return {k: _canonical(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canonical(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return int(f) if math.isfinite(f) and f.is_integer() else f
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
 def stable_hash(obj: Any, length: int = 16) -> str:
-    """sha256 of the canonical JSON form of ``obj`` (sorted keys), truncated to ``length`` hex digits."""
-    blob = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")).encode()
+    """sha256 of the canonical JSON form of ``obj`` (sorted keys, integral floats as integers), truncated to
+    ``length`` hex digits."""
+    blob = json.dumps(_canonical(obj), sort_keys=True, default=str, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:length]
 
 
