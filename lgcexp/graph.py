@@ -178,6 +178,31 @@ def build_graph(
         return {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape), "sigma": np.array(sig)}
 
     cache = cache or Cache(None)
-    arrays, hit = cache.get_or_compute("graph", key, compute)
+    n = X.shape[0]
+    arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
     W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
     return Graph(W=W, sigma=float(arrays["sigma"]), key=key), hit
+
+
+# -- faults: cache-entry shape checks, degenerate graphs, unreachable points --------------------------------
+
+def check_graph_arrays(a: dict[str, np.ndarray], n: int) -> str | None:
+    """Why a cached graph entry cannot be the CSR graph of n points (None when it can)."""
+    for name in ("data", "indices", "indptr", "shape", "sigma"):
+        if name not in a:
+            return f"array {name!r} is missing"
+    data, indices, indptr, shape = a["data"], a["indices"], a["indptr"], a["shape"]
+    if shape.shape != (2,) or tuple(int(v) for v in shape) != (n, n):
+        return f"graph shape {shape.tolist()} is not ({n}, {n})"
+    if indptr.shape != (n + 1,) or data.ndim != 1 or indices.shape != data.shape:
+        return (f"CSR arrays do not fit an {n} x {n} graph (indptr {indptr.shape}, indices {indices.shape}, "
+                f"data {data.shape})")
+    if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
+        return "indptr is not a valid CSR row pointer"
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        return "column indices out of range"
+    if not np.all(np.isfinite(data)) or np.any(data < 0):
+        return "weights are not finite and non-negative"
+    if a["sigma"].shape != () or not np.isfinite(a["sigma"]) or float(a["sigma"]) <= 0:
+        return "sigma is not a positive number"
+    return None

@@ -4,11 +4,196 @@ sweeps, unwritable directories, the umask, run-directory hashing and degenerate 
 Every test drives the real code (real files, real subprocesses, real signals) and compares against a
 clean run; nothing here mocks the behaviour it checks.
 """
+import logging
+import os
+
+import numpy as np
+import pytest
 
 from helpers import make_cfg
-from lgcexp.cache import stable_hash
+from lgcexp.algorithms.autol import AutoL
+from lgcexp.cache import Cache, stable_hash
 from lgcexp.config import to_container
+from lgcexp.graph import build_graph
+from lgcexp.pipeline import run
 from lgcexp.rundir import config_hash, run_dir_name
+from lgcexp.spectral import laplacian_eigenpairs
+
+
+# ============================================================== 1. cache entries verified on load
+
+def _points(n=150, seed=3):
+    return np.random.default_rng(seed).normal(size=(n, 3))
+
+
+def _graph(cache):
+    return build_graph(_points(), 6, "mean", cache=cache, data_fingerprint="faults-fp")
+
+
+def _pll(cache, graph):
+    alg = AutoL()
+    alg._cache = cache  # what GraphSSLAlgorithm.fit sets
+    labeled = np.arange(0, graph.n, 7)
+    P, st = alg._propagation_submatrix(graph, labeled, False)
+    return P, st["cache_hit"], labeled.size
+
+
+def _entry(cache, kind):
+    files = sorted(cache.root.glob(f"{kind}-*.npz"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def _corrupt(how, path, kind, cache, wrong_shape_arrays):
+    """Damage the cache entry at ``path`` in one of the ways a disk, a kill or a bug can."""
+    blob = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(blob[: len(blob) // 2])
+    elif how == "garbage":
+        path.write_bytes(np.random.default_rng(0).bytes(len(blob)))
+    elif how == "no_checksum":  # well-formed npz, plausible but wrong numbers, no checksum (an old entry)
+        arrays = {k: v for k, v in Cache.read(path).items() if not k.startswith("__lgcexp")}
+        arrays = {k: (v * 1.5 if v.dtype.kind == "f" and v.ndim else v) for k, v in arrays.items()}
+        np.savez(path, **arrays)
+    elif how == "stale_checksum":  # numbers changed after the checksum was written
+        arrays = Cache.read(path)
+        arrays = {k: (v * 1.5 if v.dtype.kind == "f" and v.ndim else v) for k, v in arrays.items()}
+        np.savez(path, **arrays)
+    elif how == "wrong_shape":  # a valid checksum and key, but arrays of another size
+        key = path.name[len(kind) + 1: -len(".npz")]
+        assert cache.store(kind, key, wrong_shape_arrays)
+    else:  # pragma: no cover
+        raise AssertionError(how)
+    return path.read_bytes()
+
+
+CORRUPTIONS = ["truncated", "garbage", "no_checksum", "stale_checksum", "wrong_shape"]
+
+
+def _bad_entry_warnings(caplog, path):
+    return [r for r in caplog.records if r.levelno == logging.WARNING and str(path) in r.getMessage()]
+
+
+def _assert_replaced(cache, kind, path, bad_bytes, caplog):
+    assert len(_bad_entry_warnings(caplog, path)) == 1, [r.getMessage() for r in caplog.records]
+    assert path.exists() and path.read_bytes() != bad_bytes
+    key = path.name[len(kind) + 1: -len(".npz")]
+    cache.read_verified(path, kind, key)  # the new entry passes its checksum
+    assert not list(cache.root.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+def test_bad_graph_entry_is_reported_removed_and_recomputed(tmp_path, caplog, how):
+    clean, _ = _graph(Cache(None))
+    cache = Cache(tmp_path / "cache")
+    _, hit = _graph(cache)
+    assert not hit
+    path = _entry(cache, "graph")
+    other, _ = build_graph(_points(100), 6, "mean")  # a graph of another size
+    W = other.W
+    bad = _corrupt(how, path, "graph", cache, {"data": W.data, "indices": W.indices, "indptr": W.indptr,
+                                               "shape": np.array(W.shape), "sigma": np.array(other.sigma)})
+    caplog.set_level(logging.INFO)
+    g, hit = _graph(Cache(tmp_path / "cache"))
+    assert not hit
+    assert g.sigma == clean.sigma and abs(g.W - clean.W).max() == 0
+    assert np.array_equal(g.W.indptr, clean.W.indptr) and np.array_equal(g.W.indices, clean.W.indices)
+    _assert_replaced(cache, "graph", path, bad, caplog)
+    assert _graph(Cache(tmp_path / "cache"))[1]  # and the next run hits the repaired entry
+
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+def test_bad_eigenpair_entry_is_reported_removed_and_recomputed(tmp_path, caplog, how):
+    graph, _ = _graph(Cache(None))
+    clean, _ = laplacian_eigenpairs(graph, 8, solver="dense")
+    cache = Cache(tmp_path / "cache")
+    _, hit = laplacian_eigenpairs(graph, 8, cache=cache, solver="dense")
+    assert not hit
+    path = _entry(cache, "eig")
+    wrong = clean.to_arrays()
+    wrong["vectors"] = wrong["vectors"][:-1]  # eigenvectors of a graph with one point less
+    bad = _corrupt(how, path, "eig", cache, wrong)
+    caplog.set_level(logging.INFO)
+    eig, hit = laplacian_eigenpairs(graph, 8, cache=Cache(tmp_path / "cache"), solver="dense")
+    assert not hit
+    assert np.array_equal(eig.values, clean.values) and np.array_equal(eig.vectors, clean.vectors)
+    _assert_replaced(cache, "eig", path, bad, caplog)
+    assert laplacian_eigenpairs(graph, 8, cache=Cache(tmp_path / "cache"), solver="dense")[1]
+
+
+@pytest.mark.parametrize("how", CORRUPTIONS)
+def test_bad_pll_entry_is_reported_removed_and_recomputed(tmp_path, caplog, how):
+    graph, _ = _graph(Cache(None))
+    clean, _, l = _pll(None, graph)
+    cache = Cache(tmp_path / "cache")
+    assert not _pll(cache, graph)[1]
+    path = _entry(cache, "pll")
+    bad = _corrupt(how, path, "pll", cache, {"P": np.eye(l - 1), "seconds": np.array(0.0),
+                                             "iterations": np.array(1), "residual": np.array(0.0)})
+    caplog.set_level(logging.INFO)
+    P, hit, _ = _pll(Cache(tmp_path / "cache"), graph)
+    assert not hit and np.array_equal(P, clean)
+    _assert_replaced(cache, "pll", path, bad, caplog)
+    assert _pll(Cache(tmp_path / "cache"), graph)[1]
+
+
+def test_entry_written_for_another_key_is_not_used(tmp_path, caplog):
+    """A valid entry copied (or renamed) onto another key's file name is refused: the key is checked."""
+    cache = Cache(tmp_path)
+    graph, _ = _graph(cache)
+    clean, _, _ = _pll(cache, graph)
+    path = _entry(cache, "pll")
+    impostor = tmp_path / "pll-0123456789abcdef.npz"
+    impostor.write_bytes(path.read_bytes())
+    caplog.set_level(logging.WARNING)
+    assert cache.load("pll", "0123456789abcdef") is None
+    assert not impostor.exists() and "written for pll-" in caplog.text
+
+
+# ============================================================== 5. unwritable directories
+
+@pytest.mark.parametrize("where", ["file", "under_file"])
+def test_unwritable_cache_warns_once_and_runs_uncached(tmp_path, caplog, where):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    cache_dir = blocker if where == "file" else blocker / "sub"
+    graph0, _ = _graph(Cache(None))
+    eig0, _ = laplacian_eigenpairs(graph0, 8, solver="dense")
+    P0, _, _ = _pll(None, graph0)
+    caplog.set_level(logging.WARNING)
+    cache = Cache(cache_dir)
+    graph, hit_g = _graph(cache)
+    eig, hit_e = laplacian_eigenpairs(graph, 8, cache=cache, solver="dense")
+    P, hit_p, _ = _pll(cache, graph)
+    assert not (hit_g or hit_e or hit_p)
+    assert abs(graph.W - graph0.W).max() == 0 and np.array_equal(eig.vectors, eig0.vectors) and np.array_equal(P, P0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "cannot be written" in warnings[0] and str(cache_dir) in warnings[0]
+    assert blocker.read_text() == "x"
+
+
+def test_pipeline_with_unwritable_cache_gives_the_clean_result(tmp_path):
+    blocker = tmp_path / "cache-file"
+    blocker.write_text("")
+    clean = run(make_cfg(tmp=tmp_path))
+    r = run(make_cfg(f"paths.cache_dir={blocker}"))
+    assert r["acc_unlabeled"] == clean["acc_unlabeled"] and r["acc_labeled"] == clean["acc_labeled"]
+    assert r["graph"]["cache_hit"] is False
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits")
+def test_read_only_cache_still_serves_hits_and_never_writes(tmp_path, caplog):
+    cache_dir = tmp_path / "ro"
+    graph0, _ = _graph(Cache(cache_dir))
+    cache_dir.chmod(0o555)
+    try:
+        graph, hit = _graph(Cache(cache_dir))
+        assert hit and abs(graph.W - graph0.W).max() == 0
+        caplog.set_level(logging.WARNING)
+        P, hit_p, _ = _pll(Cache(cache_dir), graph)
+        assert not hit_p and "cannot be written" in caplog.text
+    finally:
+        cache_dir.chmod(0o755)
 
 
 # ============================================================== 7. run-directory hashing
