@@ -54,15 +54,31 @@ def stable_hash(obj: Any, length: int = 16) -> str:
     return hashlib.sha256(blob).hexdigest()[:length]
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux), else set and restored."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """A binary file handle whose content appears at ``path`` only if the block completes: it writes to a
     temporary file in the same directory, fsyncs and renames it into place; on any error the temporary file
-    is removed and ``path`` is untouched."""
+    is removed and ``path`` is untouched. The file gets the mode a plain ``open()`` would give it
+    (0666 minus the umask), not mkstemp's 0600, so a cache or results directory can be shared by a group."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()

@@ -6,16 +6,18 @@ clean run; nothing here mocks the behaviour it checks.
 """
 import logging
 import os
+import stat
 
 import numpy as np
 import pytest
 
 from helpers import make_cfg
 from lgcexp.algorithms.autol import AutoL
-from lgcexp.cache import Cache, stable_hash
+from lgcexp.cache import Cache, atomic_write_text, stable_hash
 from lgcexp.config import to_container
 from lgcexp.graph import build_graph
 from lgcexp.pipeline import run
+from lgcexp.records import write_json
 from lgcexp.rundir import config_hash, run_dir_name
 from lgcexp.spectral import laplacian_eigenpairs
 
@@ -194,6 +196,22 @@ def test_read_only_cache_still_serves_hits_and_never_writes(tmp_path, caplog):
         assert not hit_p and "cannot be written" in caplog.text
     finally:
         cache_dir.chmod(0o755)
+
+
+# ============================================================== 6. umask
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o002, 0o664)])
+def test_files_honour_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        write_json(tmp_path / "result.json", {"a": 1})
+        cache = Cache(tmp_path / "cache")
+        _graph(cache)
+        files = [tmp_path / "a.txt", tmp_path / "result.json", _entry(cache, "graph")]
+        assert [oct(stat.S_IMODE(f.stat().st_mode)) for f in files] == [oct(mode)] * 3
+    finally:
+        os.umask(old)
 
 
 # ============================================================== 7. run-directory hashing
