@@ -4,9 +4,15 @@ sweeps, unwritable directories, the umask, run-directory hashing and degenerate 
 Every test drives the real code (real files, real subprocesses, real signals) and compares against a
 clean run; nothing here mocks the behaviour it checks.
 """
+import json
 import logging
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +25,11 @@ from lgcexp.graph import build_graph
 from lgcexp.pipeline import run
 from lgcexp.records import write_json
 from lgcexp.rundir import config_hash, run_dir_name
+from lgcexp.runner import DONE, FAILED, SKIPPED, run_job_outcome
 from lgcexp.spectral import laplacian_eigenpairs
+
+
+SUMMARY = "lgcexp: sweep finished:"
 
 
 # ============================================================== 1. cache entries verified on load
@@ -152,6 +162,145 @@ def test_entry_written_for_another_key_is_not_used(tmp_path, caplog):
     assert not impostor.exists() and "written for pll-" in caplog.text
 
 
+# ============================================================== 2-4. sweeps: accounting, kill -9, concurrency
+
+def _env(tmp: Path) -> dict:
+    return {**os.environ, "LGCEXP_CACHE_DIR": str(tmp / "cache"), "LGCEXP_OUTPUT_DIR": str(tmp / "out"),
+            "OPENBLAS_NUM_THREADS": "1", "LGCEXP_JOBS": "2"}
+
+
+def _cmd(*args: str) -> list:
+    return [sys.executable, "-m", "lgcexp.cli", "-m", *args]
+
+
+def sweep(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_cmd(*args), capture_output=True, text=True, env=_env(tmp), cwd=tmp, timeout=600)
+
+
+def counts(stdout: str) -> tuple[int, int, int]:
+    lines = [l for l in stdout.splitlines() if l.startswith(SUMMARY)]
+    assert len(lines) == 1, stdout
+    words = lines[0][len(SUMMARY):].replace(",", " ").split()
+    return int(words[0]), int(words[2]), int(words[4])  # done, skipped, failed
+
+
+def results(root: Path) -> dict:
+    """seed -> (acc_unlabeled, acc_labeled, config_hash) of every result.json under ``root``."""
+    out = {}
+    for f in sorted(root.rglob("result.json")):
+        r = json.loads(f.read_text())
+        assert r["seed"] not in out, f"two results for seed {r['seed']}"
+        out[r["seed"]] = (r["acc_unlabeled"], r["acc_labeled"], r["config_hash"])
+    return out
+
+
+def temp_files(*roots: Path) -> list:
+    return [p for root in roots for p in root.rglob("*.tmp")]
+
+
+N_SEEDS = 20
+SWEEP = ("algo=lgc", f"seed=range({N_SEEDS})")
+
+
+@pytest.fixture(scope="module")
+def clean_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("clean")
+    p = sweep(tmp, *SWEEP)
+    assert p.returncode == 0, p.stderr
+    assert counts(p.stdout) == (N_SEEDS, 0, 0)
+    res = results(tmp / "out")
+    assert sorted(res) == list(range(N_SEEDS))
+    return res
+
+
+@pytest.mark.parametrize("launcher", ["basic", "parallel"])
+def test_sweep_counts_done_skipped_failed_and_exits_1(tmp_path, launcher):
+    extra = () if launcher == "basic" else ("hydra/launcher=parallel",)
+    # noise.rate=0 and 0.0 are one run (item 7: one done, one skipped); labels.n=5 is refused (UserError),
+    # and its 0 / 0.0 twin finds error.json but no result.json, so it reruns and fails again
+    p = sweep(tmp_path, *extra, "noise.rate=0,0.0", "seed=0,1", "labels.n=100,5")
+    assert p.returncode == 1, p.stderr
+    assert counts(p.stdout) == (2, 2, 4)
+    assert len(list((tmp_path / "out").rglob("error.json"))) == 2
+    # a clean rerun of the good part: its jobs skip, exit 0; no ledger is left behind
+    ok = sweep(tmp_path, *extra, "noise.rate=0.0", "seed=0,1")
+    assert ok.returncode == 0 and counts(ok.stdout) == (0, 2, 0)
+    assert not list((tmp_path / "out" / "multirun").glob(".lgcexp-ledger*"))
+
+
+def test_crashed_job_is_failed_not_skipped(tmp_path):
+    args = ("algo=siis", "eig.p=20", "eig.solver=lanczos", "+eig.ncv=3", "seed=0")  # ARPACK raises ValueError
+    crash = sweep(tmp_path, *args)
+    assert crash.returncode == 1 and counts(crash.stdout) == (0, 0, 1)
+    assert "skipped, already done" not in crash.stdout  # the old bug: a crashed job was reported as skipped
+    err = list((tmp_path / "out").rglob("error.json"))
+    assert len(err) == 1 and json.loads(err[0].read_text())["type"] == "ValueError"
+    assert not (err[0].parent / "result.json").exists()
+    assert f"see error.json in {err[0].parent}" in crash.stdout
+    # a job holding error.json but no result.json is not done: it reruns (and fails again here)
+    again = sweep(tmp_path, *args)
+    assert again.returncode == 1 and counts(again.stdout) == (0, 0, 1)
+
+
+def test_failed_job_reruns_once_its_cause_is_fixed(tmp_path):
+    data = tmp_path / "blobs.npz"
+    args = ("dataset=npz", f"dataset.path={data}", "labels.n=4", "graph.k=3", "seed=0")
+    p = sweep(tmp_path, *args)  # the data file is missing: the job fails and records error.json
+    assert p.returncode == 1 and counts(p.stdout) == (0, 0, 1)
+    job = next((tmp_path / "out").rglob("error.json")).parent
+    assert not (job / "result.json").exists()
+    rng = np.random.default_rng(0)
+    np.savez(data, X=np.vstack([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 3]), y=np.repeat([0, 1], 20))
+    p = sweep(tmp_path, *args)
+    assert p.returncode == 0 and counts(p.stdout) == (1, 0, 0)
+    assert (job / "result.json").exists() and not (job / "error.json").exists()
+
+
+def test_kill_9_mid_sweep_then_resume(tmp_path, clean_sweep):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(_cmd(*SWEEP), env=_env(tmp_path), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not list(out.rglob("result.json")):
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and anything it started
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    finished = {f: f.stat().st_mtime_ns for f in out.rglob("result.json")}
+    assert 1 <= len(finished) < N_SEEDS, "the kill should land mid-sweep"
+    # what a kill during a write leaves: a temporary file beside the result that was being written
+    pending = next(s for s in range(N_SEEDS)
+                   if not (out / "multirun" / run_dir_name(to_container(make_cfg(*SWEEP[:1], f"seed={s}")))
+                           / "result.json").exists())
+    job = out / "multirun" / run_dir_name(to_container(make_cfg(*SWEEP[:1], f"seed={pending}")))
+    job.mkdir(parents=True, exist_ok=True)
+    (job / ".result.json.k9abcd.tmp").write_text('{"acc_unlabeled": 0.')
+
+    p = sweep(tmp_path, *SWEEP)
+    assert p.returncode == 0, p.stderr
+    assert counts(p.stdout) == (N_SEEDS - len(finished), len(finished), 0)
+    assert all(f.stat().st_mtime_ns == t for f, t in finished.items())  # finished jobs were not recomputed
+    assert results(out) == clean_sweep  # every job has its one correct result
+    assert not temp_files(out, tmp_path / "cache")
+    assert not list((out / "multirun").glob(".lgcexp-ledger/*"))  # the killed sweep's ledger is gone
+
+
+def test_two_identical_sweeps_at_once(tmp_path, clean_sweep):
+    procs = [subprocess.Popen(_cmd(*extra, *SWEEP), env=_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for extra in ((), ("hydra/launcher=parallel",))]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (so, se) in zip(procs, outs):
+        assert p.returncode == 0, se
+    c = [counts(so) for so, _ in outs]
+    assert all(done + skipped == N_SEEDS and failed == 0 for done, skipped, failed in c)
+    assert c[0][0] + c[1][0] == N_SEEDS  # each job computed exactly once, by one of the two sweeps
+    out = tmp_path / "out"
+    assert len(list(out.rglob("result.json"))) == N_SEEDS and not list(out.rglob("error.json"))
+    assert results(out) == clean_sweep
+    assert not temp_files(out, tmp_path / "cache")
+
+
 # ============================================================== 5. unwritable directories
 
 @pytest.mark.parametrize("where", ["file", "under_file"])
@@ -196,6 +345,35 @@ def test_read_only_cache_still_serves_hits_and_never_writes(tmp_path, caplog):
         assert not hit_p and "cannot be written" in caplog.text
     finally:
         cache_dir.chmod(0o755)
+
+
+def test_unwritable_output_dir_leaves_no_result(tmp_path):
+    blocker = tmp_path / "out-file"
+    blocker.write_text("")
+    cfg = make_cfg(tmp=tmp_path)
+    with pytest.raises(OSError):
+        run_job_outcome(cfg, blocker / "job")
+    outcome = run_job_outcome(cfg, blocker / "job", multirun=True)  # in a sweep: a failed job, not a crash
+    assert outcome.status == FAILED and isinstance(outcome.error, OSError)
+    assert blocker.read_text() == "" and not list(tmp_path.rglob("result.json"))
+
+
+def test_failed_rewrite_keeps_the_finished_result(tmp_path):
+    """force=true into a directory where writing fails: the finished result.json survives untouched,
+    no partial file or temporary file is left, the failure is recorded, and the job still counts as done."""
+    job = tmp_path / "job"
+    cfg = make_cfg(tmp=tmp_path)
+    assert run_job_outcome(cfg, job).status == DONE
+    before = (job / "result.json").read_bytes()
+    mtime = (job / "result.json").stat().st_mtime_ns
+    (job / "labels.csv").unlink()
+    (job / "labels.csv").mkdir()  # labels.csv cannot be replaced: the rewrite fails before result.json
+    with pytest.raises(OSError):
+        run_job_outcome(make_cfg("force=true", tmp=tmp_path), job)
+    assert (job / "result.json").read_bytes() == before and (job / "result.json").stat().st_mtime_ns == mtime
+    assert json.loads((job / "error.json").read_text())["type"] == "IsADirectoryError"
+    assert not temp_files(job)
+    assert run_job_outcome(cfg, job).status == SKIPPED
 
 
 # ============================================================== 6. umask
