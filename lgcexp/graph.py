@@ -142,6 +142,11 @@ def build_affinity(X: np.ndarray, k: int, sigma: float | str, symmetrize: str = 
         if k_search < SIGMA_NEIGHBOR:
             raise UserError(f"graph.sigma='mean' needs at least {SIGMA_NEIGHBOR + 1} points")
         sigma_val = sigma_mean_heuristic(dist)
+        if not (np.isfinite(sigma_val) and sigma_val > 0):  # every point has >= 10 exact duplicates
+            raise UserError(
+                f"graph.sigma='mean' gives sigma={sigma_val:g}: the {SIGMA_NEIGHBOR}th nearest neighbour of every "
+                "point is at distance 0 (duplicate points); set a positive number, e.g. graph.sigma=1"
+            )
     else:
         sigma_val = float(sigma)
     D = knn_distance_matrix(dist[:, :k], idx[:, :k], symmetrize)
@@ -181,7 +186,9 @@ def build_graph(
     n = X.shape[0]
     arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
     W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
-    return Graph(W=W, sigma=float(arrays["sigma"]), key=key), hit
+    graph = Graph(W=W, sigma=float(arrays["sigma"]), key=key)
+    check_no_isolated_points(graph, sigma)
+    return graph, hit
 
 
 # -- faults: cache-entry shape checks, degenerate graphs, unreachable points --------------------------------
@@ -206,3 +213,31 @@ def check_graph_arrays(a: dict[str, np.ndarray], n: int) -> str | None:
     if a["sigma"].shape != () or not np.isfinite(a["sigma"]) or float(a["sigma"]) <= 0:
         return "sigma is not a positive number"
     return None
+
+
+def check_no_isolated_points(graph: Graph, sigma: float | str | None = None) -> None:
+    """Refuse a graph in which some points have no edge (zero degree), which happens when every kNN weight
+    of a point underflows to 0 (graph.sigma far too small for the distances). One-line UserError."""
+    n_nonfinite = int(np.sum(~np.isfinite(graph.degree)))
+    if n_nonfinite:
+        raise UserError(
+            f"the graph has non-finite weights at {n_nonfinite} of {graph.n} points (distances overflow or "
+            "are NaN); rescale the features or set a positive graph.sigma"
+        )
+    n_bad = int(np.sum(~(graph.degree > 0)))
+    if n_bad:
+        given = f"graph.sigma={sigma!r}" if sigma is not None else f"sigma={graph.sigma:g}"
+        raise UserError(
+            f"the graph leaves {n_bad} of {graph.n} points isolated (no edge: their neighbours' weights "
+            f"exp(-d^2/(2 sigma^2)) underflow to 0 with {given}); increase graph.sigma or use graph.sigma=mean"
+        )
+
+
+def unreached_mask(graph: Graph, labeled: np.ndarray) -> np.ndarray:
+    """Boolean mask of the points whose connected component holds no labelled point: no label can reach
+    them by propagation, so any class assigned to them is arbitrary."""
+    n_comp, comp = sp.csgraph.connected_components(graph.W, directed=False)
+    labeled = np.asarray(labeled, dtype=np.int64)
+    has_label = np.zeros(n_comp, dtype=bool)
+    has_label[comp[labeled]] = True
+    return ~has_label[comp]

@@ -21,7 +21,7 @@ from .config import to_container, validate
 from .rundir import config_hash, effective_config
 from .data import load_dataset
 from .errors import UserError
-from .evaluate import detection_metrics, evaluate
+from .evaluate import detection_metrics, evaluate, mark_unreached
 from .graph import build_graph, check_graph_params
 from .labels import check_label_count, sample_and_corrupt
 from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
@@ -107,7 +107,9 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
 
     with timer.stage("evaluate"):
         pred = algorithm.predict()
+        pred, n_unreached = mark_unreached(pred, graph, split.labeled)  # no label reaches them: -1, not class 0
         metrics = evaluate(pred, algorithm.labeled_pred_, data.y, split)
+        metrics["n_unreached"] = n_unreached
         # label-noise detectors (AutoL) expose per-label decisions and a suspicion score
         if getattr(algorithm, "dropped_", None) is not None:
             metrics.update(detection_metrics(algorithm.dropped_, algorithm.suspicion_, split.flipped))
@@ -164,6 +166,9 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  accuracy: unlabelled {100 * r['acc_unlabeled']:.2f}%   labelled (vs clean) {100 * r['acc_labeled']:.2f}%",
         f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})",
     ]
+    if r.get("n_unreached"):
+        lines.insert(3, f"  unreached: {r['n_unreached']} points in graph components without a label "
+                        "(predicted -1, counted wrong)")
     if r.get("_out_dir"):
         lines.append(f"  written: {r['_out_dir']}/{RESULT_FILE}")
     return "\n".join(lines)

@@ -21,13 +21,13 @@ from helpers import make_cfg
 from lgcexp.algorithms.autol import AutoL
 from lgcexp.cache import Cache, atomic_write_text, stable_hash
 from lgcexp.config import to_container
-from lgcexp.graph import build_graph
-from lgcexp.pipeline import run
+from lgcexp.errors import UserError
+from lgcexp.graph import build_graph, unreached_mask
+from lgcexp.pipeline import format_summary, run
 from lgcexp.records import write_json
 from lgcexp.rundir import config_hash, run_dir_name
 from lgcexp.runner import DONE, FAILED, SKIPPED, run_job_outcome
 from lgcexp.spectral import laplacian_eigenpairs
-
 
 SUMMARY = "lgcexp: sweep finished:"
 
@@ -404,3 +404,56 @@ def test_integral_float_and_int_give_the_same_run_dir():
     assert config_hash(c) != config_hash(a)
     assert stable_hash({"x": 100}) == stable_hash({"x": 100.0}) != stable_hash({"x": 100.5})
     assert stable_hash({"x": True}) != stable_hash({"x": 1})  # booleans are not numbers here
+
+
+# ============================================================== 8. degenerate graphs
+
+def test_tiny_sigma_isolating_every_point_is_refused(tmp_path):
+    with pytest.raises(UserError, match=r"1797 of 1797 points isolated.*graph.sigma=mean") as exc:
+        run(make_cfg("graph.sigma=1e-30", tmp=tmp_path))
+    assert "\n" not in str(exc.value)
+
+
+def test_identical_points_give_no_nan():
+    X = np.ones((40, 3))
+    with pytest.raises(UserError, match="duplicate points"):  # sigma=mean would be 0 -> 0/0
+        build_graph(X, 5, "mean")
+    g, _ = build_graph(X, 5, 1.0)
+    assert np.all(np.isfinite(g.W.data)) and np.all(np.isfinite(g.S.data)) and np.all(g.degree > 0)
+    from lgcexp.algorithms.lgc import LGC
+
+    pred = LGC(alpha=0.9).fit(g, np.array([0, 1]), np.array([0, 1]), 2).predict()
+    assert set(np.unique(pred)) <= {0, 1}
+
+
+def _two_blobs():
+    """Blob A: 40 points on a line (classes 0 and 1); blob B: 6 points of class 1 far away."""
+    X = np.vstack([np.arange(40.0)[:, None], 1000.0 + np.arange(6.0)[:, None]])
+    y = np.r_[np.zeros(20, int), np.ones(20, int), np.ones(6, int)]
+    return X, y
+
+
+def test_unreached_mask_two_blobs():
+    X, _ = _two_blobs()
+    g, _ = build_graph(X, 3, 1.0)
+    mask = unreached_mask(g, np.array([3, 30]))
+    assert np.array_equal(mask, np.r_[np.zeros(40, bool), np.ones(6, bool)])
+    assert not unreached_mask(g, np.array([3, 41])).any()
+
+
+def test_unreached_points_are_not_predicted_as_class_0(tmp_path):
+    from lgcexp.labels import sample_and_corrupt
+
+    X, y = _two_blobs()
+    np.savez(tmp_path / "blobs.npz", X=X, y=y)
+    seed = next(s for s in range(100) if sample_and_corrupt(y, 2, 0.0, s).labeled.max() < 40)
+    cfg = make_cfg("dataset=npz", f"dataset.path={tmp_path / 'blobs.npz'}", "labels.n=2", "graph.k=3",
+                   "graph.sigma=1.0", "noise.rate=0", f"seed={seed}", tmp=tmp_path)
+    r = run(cfg, out_dir=tmp_path / "run")
+    assert r["n_unreached"] == 6 and r["graph"]["components"] == 2
+    rec = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert rec["n_unreached"] == 6
+    # blob B is class 1; the old readout (argmax of all-zero rows = class 0) got it wrong silently, now
+    # those points are -1 and count as wrong: the accuracy is that of blob A alone over all 44 unlabelled
+    assert r["acc_unlabeled"] <= 38 / 44
+    assert "unreached: 6 points" in format_summary(r)
