@@ -121,7 +121,8 @@ class SweepLedger(Callback):
             status, error = outcome.status, outcome.error
         else:  # the task function raised past the runner, or never reached it
             status = FAILED
-            error = job_return._return_value if job_return.status == JobStatus.FAILED else "no outcome recorded"
+            error = (getattr(job_return, "_return_value", None) if job_return.status == JobStatus.FAILED
+                     else "no outcome recorded")
         entry = {"status": status, "dir": out_dir, "error": None if error is None else str(error)[:1000]}
         name = f"{int(config.hydra.job.num):06d}-{uuid.uuid4().hex[:8]}.json"
         try:
