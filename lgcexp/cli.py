@@ -51,21 +51,22 @@ log = logging.getLogger("lgcexp")
 @hydra.main(version_base="1.3", config_path=_conf_dir(), config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     from .pipeline import format_summary
-    from .runner import run_job
+    from .runner import FAILED, SKIPPED, run_job_outcome
 
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     try:
-        result = run_job(cfg, Path(hc.runtime.output_dir), multirun=multirun)
+        # in a sweep every failure comes back as an outcome (error.json written, the sweep goes on)
+        outcome = run_job_outcome(cfg, Path(hc.runtime.output_dir), multirun=multirun)
     except UserError as exc:
-        if multirun:  # recorded in error.json by run_job; the rest of the sweep goes on
-            log.error("job failed: %s", exc)
-            return None
         print(f"lgcexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    if result is None:  # skipped: this directory already holds the result
+    if outcome.status == FAILED:  # a sweep job; counted by the sweep ledger (lgcexp.callbacks)
+        return None
+    if outcome.status == SKIPPED:  # this directory already holds the result
         print(f"lgcexp: skipped, already done: {hc.runtime.output_dir}", flush=True)
         return None
+    result = outcome.result
     print(format_summary(result), flush=True)
     return result.get("acc_unlabeled")
 
@@ -211,6 +212,10 @@ def main(argv: list[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *argv]
     GlobalHydra.instance().clear()
     _app()
+    from .callbacks import last_sweep_failed
+
+    if last_sweep_failed():  # a sweep with failed jobs (its summary line names them)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Stage 6: evaluation. Accuracies are fractions in [0, 1] (tables multiply by 100)."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,23 @@ def evaluate(pred_all: np.ndarray, labeled_pred: np.ndarray, y_true: np.ndarray,
         "n_flipped": split.n_flipped,
         "n_unlabeled": int(unl.sum()),
     }
+
+
+def mark_unreached(pred: np.ndarray, graph: Any, labeled: np.ndarray) -> tuple[np.ndarray, int]:
+    """Predictions with the points no label can reach (their connected component holds no labelled point)
+    set to -1 instead of an arbitrary class (argmax of an all-zero row is class 0); accuracy counts them
+    wrong. Returns (predictions, number of such points)."""
+    from .graph import unreached_mask
+
+    mask = unreached_mask(graph, labeled)
+    if not mask.any():
+        return pred, 0
+    pred = np.array(pred, copy=True)
+    pred[mask] = -1
+    logging.getLogger("lgcexp").warning(
+        "%d points lie in graph components without a labelled point: predicted -1 (counted wrong); "
+        "increase graph.k or labels.n", int(mask.sum()))
+    return pred, int(mask.sum())
 
 
 def detection_metrics(dropped: np.ndarray, score: np.ndarray, flipped: np.ndarray) -> dict[str, Any]:

@@ -129,6 +129,11 @@ def build_affinity(X: np.ndarray, k: int, sigma: float | str, symmetrize: str = 
         if k_search < SIGMA_NEIGHBOR:
             raise UserError(f"graph.sigma='mean' needs at least {SIGMA_NEIGHBOR + 1} points")
         sigma_val = sigma_mean_heuristic(dist)
+        if not (np.isfinite(sigma_val) and sigma_val > 0):  # every point has >= 10 exact duplicates
+            raise UserError(
+                f"graph.sigma='mean' gives sigma={sigma_val:g}: the {SIGMA_NEIGHBOR}th nearest neighbour of every "
+                "point is at distance 0 (duplicate points); set a positive number, e.g. graph.sigma=1"
+            )
     else:
         sigma_val = float(sigma)
     D = knn_distance_matrix(dist[:, :k], idx[:, :k], symmetrize)
@@ -217,10 +222,65 @@ class KnnGraph(GraphBuilder):
                     "sigma": np.array(sig)}
 
         cache = cache or Cache(None)
-        arrays, hit = cache.get_or_compute("graph", key, compute)
+        n = X.shape[0]
+        arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
         W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
-        return Graph(W=W, sigma=float(arrays["sigma"]), key=key), hit
+        graph = Graph(W=W, sigma=float(arrays["sigma"]), key=key)
+        check_no_isolated_points(graph, sigma)
+        return graph, hit
 
 
 #: config name -> graph builder class
 GRAPH_BUILDERS = Registry("graph", {"knn": "lgcexp.graph:KnnGraph"})
+
+
+# -- faults: cache-entry shape checks, degenerate graphs, unreachable points --------------------------------
+
+def check_graph_arrays(a: dict[str, np.ndarray], n: int) -> str | None:
+    """Why a cached graph entry cannot be the CSR graph of n points (None when it can)."""
+    for name in ("data", "indices", "indptr", "shape", "sigma"):
+        if name not in a:
+            return f"array {name!r} is missing"
+    data, indices, indptr, shape = a["data"], a["indices"], a["indptr"], a["shape"]
+    if shape.shape != (2,) or tuple(int(v) for v in shape) != (n, n):
+        return f"graph shape {shape.tolist()} is not ({n}, {n})"
+    if indptr.shape != (n + 1,) or data.ndim != 1 or indices.shape != data.shape:
+        return (f"CSR arrays do not fit an {n} x {n} graph (indptr {indptr.shape}, indices {indices.shape}, "
+                f"data {data.shape})")
+    if indptr[0] != 0 or indptr[-1] != data.size or np.any(np.diff(indptr) < 0):
+        return "indptr is not a valid CSR row pointer"
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        return "column indices out of range"
+    if not np.all(np.isfinite(data)) or np.any(data < 0):
+        return "weights are not finite and non-negative"
+    if a["sigma"].shape != () or not np.isfinite(a["sigma"]) or float(a["sigma"]) <= 0:
+        return "sigma is not a positive number"
+    return None
+
+
+def check_no_isolated_points(graph: Graph, sigma: float | str | None = None) -> None:
+    """Refuse a graph in which some points have no edge (zero degree), which happens when every kNN weight
+    of a point underflows to 0 (graph.sigma far too small for the distances). One-line UserError."""
+    n_nonfinite = int(np.sum(~np.isfinite(graph.degree)))
+    if n_nonfinite:
+        raise UserError(
+            f"the graph has non-finite weights at {n_nonfinite} of {graph.n} points (distances overflow or "
+            "are NaN); rescale the features or set a positive graph.sigma"
+        )
+    n_bad = int(np.sum(~(graph.degree > 0)))
+    if n_bad:
+        given = f"graph.sigma={sigma!r}" if sigma is not None else f"sigma={graph.sigma:g}"
+        raise UserError(
+            f"the graph leaves {n_bad} of {graph.n} points isolated (no edge: their neighbours' weights "
+            f"exp(-d^2/(2 sigma^2)) underflow to 0 with {given}); increase graph.sigma or use graph.sigma=mean"
+        )
+
+
+def unreached_mask(graph: Graph, labeled: np.ndarray) -> np.ndarray:
+    """Boolean mask of the points whose connected component holds no labelled point: no label can reach
+    them by propagation, so any class assigned to them is arbitrary."""
+    n_comp, comp = sp.csgraph.connected_components(graph.W, directed=False)
+    labeled = np.asarray(labeled, dtype=np.int64)
+    has_label = np.zeros(n_comp, dtype=bool)
+    has_label[comp[labeled]] = True
+    return ~has_label[comp]

@@ -19,7 +19,7 @@ from .algorithms import GraphSSLAlgorithm
 from .cache import Cache
 from .config import RunPlan, check_against_data, plan
 from .data import Dataset
-from .evaluate import detection_metrics, evaluate
+from .evaluate import detection_metrics, evaluate, mark_unreached
 from .graph import Graph
 from .labels import LabelSplit, sample_and_corrupt
 from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
@@ -63,7 +63,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         p.algorithm.fit(graph, split.labeled, split.y_observed, data.n_classes, eig=eig, progress=p.progress,
                         cache=cache)
     with timer.stage("evaluate"):
-        metrics = evaluate_run(p.algorithm, data.y, split)
+        metrics = evaluate_run(p.algorithm, graph, data.y, split)
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
     if out_dir is not None:
         write_outputs(p, Path(out_dir), result, data, split)
@@ -87,9 +87,12 @@ def eigenpairs(p: RunPlan, graph: Graph, cache: Cache) -> tuple[Any, bool | None
     return laplacian_eigenpairs(graph, p.n_eigenpairs, cache=cache, progress=p.progress, **p.eig)
 
 
-def evaluate_run(algorithm: GraphSSLAlgorithm, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
-    """Stage 6: accuracies, and the label judgement against the flipped labels for methods that judge."""
-    metrics = evaluate(algorithm.predict(), algorithm.labeled_pred_, y_true, split)
+def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
+    """Stage 6: accuracies (points no label reaches are predicted -1, not class 0, and count as wrong), and
+    the label judgement against the flipped labels for methods that judge."""
+    pred, n_unreached = mark_unreached(algorithm.predict(), graph, split.labeled)
+    metrics = evaluate(pred, algorithm.labeled_pred_, y_true, split)
+    metrics["n_unreached"] = n_unreached
     if algorithm.dropped_ is not None:
         metrics.update(detection_metrics(algorithm.dropped_, algorithm.suspicion_, split.flipped))
     if algorithm.lgc_labeled_pred_ is not None:
@@ -152,6 +155,9 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  accuracy: unlabelled {100 * r['acc_unlabeled']:.2f}%   labelled (vs clean) {100 * r['acc_labeled']:.2f}%",
         f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})",
     ]
+    if r.get("n_unreached"):
+        lines.insert(3, f"  unreached: {r['n_unreached']} points in graph components without a label "
+                        "(predicted -1, counted wrong)")
     if r.get("_out_dir"):
         lines.append(f"  written: {r['_out_dir']}/{RESULT_FILE}")
     return "\n".join(lines)

@@ -1,17 +1,23 @@
 """One Hydra job: resume check, pipeline run, and failure record (``error.json``).
 
-A job whose output directory already holds a ``result.json`` with the same config hash is skipped unless
-``force=true``; a failed job writes ``error.json`` there and lets the rest of a sweep go on.
+A job ends in one of three states (:data:`DONE`, :data:`SKIPPED`, :data:`FAILED`):
+
+- done: the result was computed now and ``result.json`` written;
+- skipped: the output directory already holds a ``result.json`` with the same config hash (unless
+  ``force=true``); a directory holding only ``error.json`` (a failed earlier attempt) is not done and reruns;
+- failed: an exception; ``error.json`` is written there (best effort) and, in a sweep, the rest goes on.
 """
 from __future__ import annotations
 
 import logging
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
+from .cache import remove_stale_temp_files
 from .config import to_container
 from .errors import UserError
 from .pipeline import run
@@ -20,17 +26,68 @@ from .records import ERROR_FILE, RESULT_FILE, read_json, write_json
 
 log = logging.getLogger("lgcexp")
 
+DONE, SKIPPED, FAILED = "done", "skipped", "failed"
+
+
+@dataclass
+class JobOutcome:
+    """What became of one job: ``status`` is DONE, SKIPPED or FAILED; ``result`` the record when DONE;
+    ``error`` the exception when FAILED."""
+
+    status: str
+    out_dir: Path
+    result: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+
+#: the last outcome per output directory in this process (read by the sweep ledger, lgcexp.callbacks)
+_OUTCOMES: dict[str, JobOutcome] = {}
+
+
+def pop_outcome(out_dir: str | Path) -> JobOutcome | None:
+    return _OUTCOMES.pop(str(Path(out_dir).resolve()), None)
+
 
 def run_job(cfg: DictConfig, out_dir: Path, multirun: bool = False) -> dict[str, Any] | None:
-    """Run one job in ``out_dir`` under a lock (parallel duplicates of a sweep wait, then skip)."""
+    """Run one job; the result, or None when it was skipped (or failed inside a sweep)."""
+    return run_job_outcome(cfg, out_dir, multirun).result
+
+
+def run_job_outcome(cfg: DictConfig, out_dir: Path, multirun: bool = False) -> JobOutcome:
+    """Run one job in ``out_dir`` under a lock (parallel duplicates of a sweep wait, then skip).
+
+    In a sweep (``multirun``) every exception becomes a FAILED outcome; in a single run it propagates
+    (after ``error.json`` is written)."""
     from filelock import FileLock
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out_dir / ".lock")):
-        return _run_job_locked(cfg, out_dir, multirun)
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(out_dir / ".lock")):
+            outcome = _run_job_locked(cfg, out_dir, multirun)
+    except Exception as exc:  # the lock, the directory, or a result.json of another config
+        if not multirun:
+            raise
+        log.error("job failed: %s", exc)
+        outcome = JobOutcome(FAILED, out_dir, error=exc)
+    _OUTCOMES[str(out_dir.resolve())] = outcome
+    return outcome
 
 
-def _run_job_locked(cfg: DictConfig, out_dir: Path, multirun: bool) -> dict[str, Any] | None:
+def _record_error(out_dir: Path, exc: BaseException, h: str) -> None:
+    """Write error.json; a directory that cannot be written is reported, not raised over the real error."""
+    try:
+        write_json(out_dir / ERROR_FILE, {
+            "error": str(exc), "type": type(exc).__name__, "config_hash": h,
+            "traceback": traceback.format_exc() if not isinstance(exc, UserError) else None,
+        })
+    except OSError as werr:
+        log.error("could not write %s (%s)", out_dir / ERROR_FILE, werr)
+
+
+def _run_job_locked(cfg: DictConfig, out_dir: Path, multirun: bool) -> JobOutcome:
+    # temporary files of a writer that was killed (all writers of this directory hold its lock)
+    remove_stale_temp_files(out_dir)
     container = to_container(cfg)
     h = config_hash(container)
     done = out_dir / RESULT_FILE
@@ -41,7 +98,7 @@ def _run_job_locked(cfg: DictConfig, out_dir: Path, multirun: bool) -> dict[str,
             prev = {}
         if prev.get("config_hash") == h:
             log.info("skipping: %s already holds a result for this config (force=true reruns)", out_dir)
-            return None
+            return JobOutcome(SKIPPED, out_dir)
         raise UserError(
             f"{done} holds a result for a different config (hash {prev.get('config_hash')} != {h}); "
             "use another output directory or force=true"
@@ -49,15 +106,15 @@ def _run_job_locked(cfg: DictConfig, out_dir: Path, multirun: bool) -> dict[str,
     try:
         result = run(container, out_dir)
     except Exception as exc:
-        write_json(out_dir / ERROR_FILE, {
-            "error": str(exc), "type": type(exc).__name__, "config_hash": h,
-            "traceback": traceback.format_exc() if not isinstance(exc, UserError) else None,
-        })
-        if multirun and not isinstance(exc, UserError):
-            log.exception("job failed")
-            return None
+        _record_error(out_dir, exc, h)
+        if multirun:
+            if isinstance(exc, UserError):
+                log.error("job failed: %s", exc)
+            else:
+                log.exception("job failed")
+            return JobOutcome(FAILED, out_dir, error=exc)
         raise
     err = out_dir / ERROR_FILE
     if err.exists():  # a successful rerun clears an old failure record
         err.unlink()
-    return result
+    return JobOutcome(DONE, out_dir, result=result)

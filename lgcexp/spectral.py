@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from .cache import Cache, atomic_save_npz
+from .cache import Cache
 from .errors import UserError
 from .params import Interval, Options, check_params, unit_open
 
@@ -147,12 +147,15 @@ EIG_PARAMETERS = {
     "p": [Interval("int", 1, None)],
     "solver": [Options(SOLVERS)],
     "tol": [unit_open()],
+    # solver options (add with +eig.ncv=..., +eig.maxiter=...): Lanczos basis size and iteration cap
+    "ncv": [Interval("int", 2, None)],
+    "maxiter": [Interval("int", 1, None)],
 }
 
 
 def check_eig_params(p: Any, n: int | None = None, solver: Any = DEFAULT_SOLVER, tol: Any = DEFAULT_TOL) -> None:
     """Validate the eigendecomposition settings against ``EIG_PARAMETERS`` (and p < n); one-line UserError."""
-    check_params({"p": p, "solver": solver, "tol": tol}, EIG_PARAMETERS, "eig.")
+    check_params({"p": p, "solver": solver, "tol": tol}, {k: EIG_PARAMETERS[k] for k in ("p", "solver", "tol")}, "eig.")
     if n is not None and p >= n:
         raise UserError(f"eig.p={p} is not allowed: it must be less than the number of points ({n})")
 
@@ -421,13 +424,27 @@ def _cached_candidates(cache: Cache, graph_key: str, p: int) -> list[tuple[int, 
     return sorted(found, key=lambda t: t[0])
 
 
-def _load_usable(cache: Cache, graph_key: str, p: int, tol: float) -> Eigenpairs | None:
+def check_eig_arrays(a: dict[str, np.ndarray], n: int, p: int) -> str | None:
+    """Why a cached eigenpair entry cannot hold p pairs of an n-point graph (None when it can)."""
+    for name in ("values", "vectors", "pair_residuals", "solver", "tol", "seconds", "orth_error"):
+        if name not in a:
+            return f"array {name!r} is missing"
+    if a["values"].shape != (p,) or a["pair_residuals"].shape != (p,):
+        return f"{a['values'].shape} eigenvalues where {p} were expected"
+    if a["vectors"].shape != (n, p):
+        return f"eigenvectors of shape {a['vectors'].shape} where ({n}, {p}) was expected"
+    if not (np.all(np.isfinite(a["values"])) and np.all(np.isfinite(a["vectors"]))):
+        return "non-finite eigenpairs"
+    return None
+
+
+def _load_usable(cache: Cache, graph_key: str, p: int, tol: float, n: int) -> Eigenpairs | None:
     for p_cached, path in _cached_candidates(cache, graph_key, p):
-        try:
-            eig = Eigenpairs.from_arrays(Cache.read(path))
-        except Exception as exc:  # pragma: no cover - a damaged entry is ignored and recomputed
-            log.warning("ignoring unreadable eigenpair cache entry %s (%s)", path, exc)
+        arrays = cache.load(CACHE_KIND, _cache_key(graph_key, p_cached),
+                            validate=lambda a, pc=p_cached: check_eig_arrays(a, n, pc))
+        if arrays is None:  # a bad entry was reported and removed
             continue
+        eig = Eigenpairs.from_arrays(arrays)
         if eig.p != p_cached or not eig.tol <= tol * (1 + 1e-12):
             continue  # computed with a looser tolerance than asked for
         return eig.head(p)
@@ -448,15 +465,15 @@ def laplacian_eigenpairs(graph, p: int, *, cache: Cache | None = None, progress:
     cache = cache or Cache(None)
     if cache.root is None:
         return solve_eigenpairs(graph, p, solver=solver, tol=tol, progress=progress, **solver_options), False
-    hit = _load_usable(cache, graph.key, p, tol)
+    hit = _load_usable(cache, graph.key, p, tol, graph.n)
     if hit is not None:
         log.info("eigenpairs: p=%d from cache (%s, residual %.2e)", p, hit.solver, hit.residual)
         return hit, True
     path = cache.path(CACHE_KIND, _cache_key(graph.key, p))
     with cache.locked(path):
-        hit = _load_usable(cache, graph.key, p, tol)  # another worker may have finished meanwhile
+        hit = _load_usable(cache, graph.key, p, tol, graph.n)  # another worker may have finished meanwhile
         if hit is not None:
             return hit, True
         eig = solve_eigenpairs(graph, p, solver=solver, tol=tol, progress=progress, **solver_options)
-        atomic_save_npz(path, eig.to_arrays())
+        cache.store(CACHE_KIND, _cache_key(graph.key, p), eig.to_arrays())
     return eig, False

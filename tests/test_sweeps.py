@@ -35,9 +35,10 @@ def test_sweep_resumes_dedupes_and_records_failures(tmp_path):
     assert p3.stdout.count("accuracy:") == 2
     after = json.loads(results[0].read_text())
     assert before["acc_unlabeled"] == after["acc_unlabeled"] and before["config_hash"] == after["config_hash"]
-    # a failing job writes error.json and the sweep goes on
+    # a failing job writes error.json and the sweep goes on; the sweep then exits 1 and counts it
     p4 = sweep(tmp_path, "labels.n=5,100", "seed=7")
-    assert p4.returncode == 0 and p4.stdout.count("accuracy:") == 1
+    assert p4.returncode == 1 and p4.stdout.count("accuracy:") == 1
+    assert "lgcexp: sweep finished: 1 done, 0 skipped, 1 failed" in p4.stdout
     errors = list((tmp_path / "out" / "multirun").rglob("error.json"))
     assert len(errors) == 1 and "labels.n=5" in json.loads(errors[0].read_text())["error"]
     runs, fails = collect(tmp_path / "out" / "multirun")

@@ -402,6 +402,17 @@ def optimize_weights(
 # --------------------------------------------------------------------------------------------------------
 
 
+def _check_pll_arrays(a: dict[str, np.ndarray], l: int) -> str | None:
+    """Why a cached P_LL entry cannot be the l x l propagation submatrix (None when it can)."""
+    if "P" not in a or any(k not in a for k in ("seconds", "iterations", "residual")):
+        return "arrays are missing"
+    if a["P"].shape != (l, l):
+        return f"P_LL of shape {a['P'].shape} where ({l}, {l}) was expected"
+    if not np.all(np.isfinite(a["P"])):
+        return "P_LL has non-finite entries"
+    return None
+
+
 class AutoL(GraphSSLAlgorithm):
     """LGC_LVO_AutoL (see the module docstring). Parameters:
 
@@ -496,7 +507,8 @@ class AutoL(GraphSSLAlgorithm):
             key = stable_hash({"graph": graph.key, "labeled": hashlib.sha256(labeled.tobytes()).hexdigest(),
                                "alpha": self.alpha, "solver": self.solver, "tol": self.tol, "t": self.t,
                                "dtype": self.dtype, "v": 1})
-            arrays, hit = cache.get_or_compute("pll", key, compute)
+            l = labeled.size
+            arrays, hit = cache.get_or_compute("pll", key, compute, validate=lambda a: _check_pll_arrays(a, l))
         stats = {"seconds": float(arrays["seconds"]), "iterations": int(arrays["iterations"]),
                  "residual": float(arrays["residual"]), "cache_hit": hit}
         return np.asarray(arrays["P"], dtype=np.float64), stats
