@@ -10,6 +10,7 @@ NOISE_MODELS = Registry("noise", {
     "none": "lgcexp.noise.none:NoNoise",
     "uniform": "lgcexp.noise.uniform:UniformNoise",
     "pairwise": "lgcexp.noise.pairwise:PairwiseNoise",
+    "matrix": "lgcexp.noise.matrix:MatrixNoise",
 })
 
 
