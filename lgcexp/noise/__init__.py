@@ -11,6 +11,7 @@ NOISE_MODELS = Registry("noise", {
     "uniform": "lgcexp.noise.uniform:UniformNoise",
     "pairwise": "lgcexp.noise.pairwise:PairwiseNoise",
     "matrix": "lgcexp.noise.matrix:MatrixNoise",
+    "reference": "lgcexp.noise.reference:ReferenceNoise",
 })
 
 
