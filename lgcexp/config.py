@@ -3,8 +3,8 @@ before any heavy work, and turned into the stage objects of one run (a :class:`R
 
 Every refusal is a :class:`lgcexp.errors.UserError` with one line naming the key as the user typed it
 (``algo.params.alpha=1.5 is not allowed: it must be a number in (0, 1)``). Checks that need the data size
-(``labels.n`` against n, ``graph.k`` against n, eigenpairs against n) run in :func:`check_against_data`,
-right after loading and still before the graph is built.
+(``labels.n`` against n, ``graph.k`` against n, eigenpairs against n, a noise matrix or permutation against
+c) run in :func:`check_against_data`, right after loading and still before the graph is built.
 """
 from __future__ import annotations
 
@@ -150,6 +150,7 @@ def check_against_data(p: RunPlan, n: int, n_classes: int) -> None:
     from .spectral import check_eig_params
 
     check_label_count(p.n_labels, n, n_classes)
+    p.noise.check_data(n, n_classes)
     p.graph.check_data(n, n_classes)
     p.algorithm.check_data(n, n_classes)
     if p.n_eigenpairs:

@@ -28,7 +28,7 @@ __all__ = [
 
 
 def fmt_value(value: Any) -> str:
-    """A value as a user types it on the command line (true, null, 0.5, foo)."""
+    """A value as a user types it on the command line (true, null, 0.5, foo, [1,2,0])."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -37,6 +37,8 @@ def fmt_value(value: Any) -> str:
         return value if value and value.strip() == value else repr(value)
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(fmt_value(v) for v in value) + "]"
     return str(value)
 
 

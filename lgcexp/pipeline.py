@@ -111,6 +111,7 @@ def record(p: RunPlan, data: Dataset, graph: Graph, graph_hit: bool, eig: Any, e
         "seed": p.seed,
         "noise": p.noise.name,
         "noise_rate": p.noise.rate_,
+        "noise_counts": _noise_counts(p.noise),
         "n": data.n,
         "n_classes": data.n_classes,
         **metrics,
@@ -123,6 +124,12 @@ def record(p: RunPlan, data: Dataset, graph: Graph, graph_hit: bool, eig: Any, e
         "config_hash": config_hash(c),
         "lgcexp_version": __version__,
     }
+
+
+def _noise_counts(noise: Any) -> list[list[int]] | None:
+    """The realised (true, observed) label count matrix of the run's noise draw, as lists."""
+    counts = getattr(noise, "counts_", None)
+    return None if counts is None else np.asarray(counts).tolist()
 
 
 def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, split: LabelSplit) -> None:

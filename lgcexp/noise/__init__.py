@@ -4,10 +4,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import Registry
-from .base import NoiseModel, noisy_count
+from .base import NoiseModel, count_matrix, noisy_count
 
 NOISE_MODELS = Registry("noise", {
+    "none": "lgcexp.noise.none:NoNoise",
     "uniform": "lgcexp.noise.uniform:UniformNoise",
+    "pairwise": "lgcexp.noise.pairwise:PairwiseNoise",
+    "matrix": "lgcexp.noise.matrix:MatrixNoise",
+    "reference": "lgcexp.noise.reference:ReferenceNoise",
 })
 
 
@@ -17,4 +21,4 @@ def make_noise(name: str = "uniform", **params: Any) -> NoiseModel:
     return cls(**params)
 
 
-__all__ = ["NOISE_MODELS", "NoiseModel", "make_noise", "noisy_count"]
+__all__ = ["NOISE_MODELS", "NoiseModel", "count_matrix", "make_noise", "noisy_count"]

@@ -1,21 +1,35 @@
 """Uniform label noise ("noisy completely at random"; paper §4): exactly ``m = l - round(l (1 - rate))``
-labelled points, chosen uniformly, each moved to a class drawn uniformly among the other ``c - 1``."""
+labelled points, chosen uniformly, each moved to a class drawn uniformly among the other ``c - 1``.
+
+The count is exact and not stratified by class, as in the authors' code (reference notes §2); the draw
+itself is this package's own (numpy ``default_rng``). ``noise=reference`` reproduces the authors' draw.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UserError
-from .base import RATE, NoiseModel, noisy_count
+from .base import RATE, NoiseModel, noisy_count, uniform_transition
 
 
 class UniformNoise(NoiseModel):
-    """Exact-count uniform label noise. Parameter: ``rate`` in [0, 1)."""
+    """Exact-count uniform label noise.
+
+    ========  ===============  =========================================================
+    rate      [0, 1), 0.0      fraction of the labelled points flipped (count rounded as
+                               ``l - round(l (1 - rate))``)
+    ========  ===============  =========================================================
+
+    Expected transition matrix: ``1 - rate`` on the diagonal, ``rate / (c - 1)`` elsewhere.
+    """
 
     name = "uniform"
     _parameter_constraints = {"rate": RATE}
 
     def __init__(self, rate: float = 0.0):
         self.rate = rate
+
+    def transition_matrix(self, n_classes: int) -> np.ndarray:
+        return uniform_transition(n_classes, float(self.rate))
 
     def _corrupt(self, y_clean: np.ndarray, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng([seed, 0x6E6F697365])  # stream "noise", independent of sampling
@@ -24,8 +38,6 @@ class UniformNoise(NoiseModel):
         y_obs = y_clean.copy()
         if m == 0:
             return y_obs, flipped
-        if n_classes < 2:
-            raise UserError("label noise needs at least 2 classes")
         picks = rng.choice(y_clean.size, size=m, replace=False)
         # a uniform class among the other c-1: draw 1..c-1 and add it modulo c
         shift = rng.integers(1, n_classes, size=m)
