@@ -42,9 +42,17 @@ def method_label(algo: str, loss: str | None) -> str:
 
 def run_dir_name(container: dict[str, Any]) -> str:
     c = effective_config(container)
-    rate = float(c["noise"]["rate"])
     return (f"{c['dataset']['name']}/{method_label(c['algo']['name'], c.get('loss'))}/"
-            f"noise={rate:g}/seed={c['seed']}_{stable_hash(c, 8)}")
+            f"{noise_label(c.get('noise') or {})}/seed={c['seed']}_{stable_hash(c, 8)}")
+
+
+def noise_label(noise: dict[str, Any]) -> str:
+    """``noise=<rate>`` for uniform noise (the paper's), ``noise=<model>-<rate>`` for another model with a
+    rate, ``noise=<model>`` for one without (a transition matrix)."""
+    name, rate = noise.get("name", "uniform"), noise.get("rate")
+    if rate is None:
+        return f"noise={name}"
+    return f"noise={float(rate):g}" if name == "uniform" else f"noise={name}-{float(rate):g}"
 
 
 def _resolve_run_dir(*, _root_: DictConfig) -> str:
