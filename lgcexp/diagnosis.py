@@ -75,6 +75,11 @@ def given_split(p: Any, data: Any) -> LabelSplit:
     split = given_labels(data)
     log.info("diagnosis run: the data's own %d labelled points, as given (nothing sampled, no noise added)",
              split.n_labeled)
+    counts = np.bincount(split.y_observed, minlength=data.n_classes)
+    if (counts == 1).any():
+        lone = ", ".join(fmt_value(v) for v in np.asarray(data.classes)[counts == 1][:5].tolist())
+        log.warning("class(es) %s have a single labelled point: leave-one-out methods (autoL, autoD) cannot "
+                    "confirm such a label, and may drop it", lone)
     unused = not_used(p)
     if unused:
         log.warning("not used in a diagnosis run (the data carries its own labels): %s",

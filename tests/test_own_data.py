@@ -102,6 +102,10 @@ def test_csv_int_labels_sentinel_positions_and_selection(tmp_path):
     # a text sentinel
     q = write_csv(tmp_path / "q.csv", X, np.array(["a", "?", "b", "a", "?", "b", "a", "b", "?"]))
     assert load_dataset("csv", path=q, unlabeled_value="?").labeled.tolist() == [0, 2, 3, 5, 6, 7]
+    # codes with a leading zero keep their spelling (text, not numbers)
+    z = write_csv(tmp_path / "z.csv", X, np.array(["07", "7", "", "07", "10", "7", "", "10", "07"], dtype=object))
+    assert pd.read_csv(z, dtype=str)["label"][0] == "07"
+    assert load_dataset("csv", path=z).classes.tolist() == ["07", "10", "7"]
 
 
 def test_csv_clean_column_scores_only(tmp_path):

@@ -98,11 +98,15 @@ class CsvFile(DataSource):
             raise UserError(f"{typed} is not allowed: with dataset.header=false the columns have no names; "
                             f"give a 0-based position (0..{len(columns) - 1})")
         if value not in columns:
-            hint = ""
+            import difflib
+
+            close = difflib.get_close_matches(value, [str(c) for c in columns], n=1)
+            guess = f" (did you mean {close[0]!r}?)" if close else ""
+            data_line = ""
             if all(_is_number(c) for c in columns):
-                hint = " (the first line looks like data: set dataset.header=false and give positions)"
-            raise UserError(f"{typed} is not allowed: {self.path} has no column {value!r}; "
-                            f"columns: {_show_columns(columns)}{hint}")
+                data_line = " (the first line looks like data: set dataset.header=false and give positions)"
+            raise UserError(f"{typed} is not allowed: {self.path} has no column {value!r}{guess}; "
+                            f"columns: {_show_columns(columns)}{data_line}")
         return value
 
     def _read(self, p: str, **kw: Any):

@@ -72,8 +72,9 @@ def _sentinel_mask(values: np.ndarray, unlabeled_value: Any) -> np.ndarray:
 def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> LabelColumn:
     """Labels of a file as a :class:`LabelColumn`: empty, NaN or ``unlabeled_value`` -> no label.
 
-    Text that spells integers (``"3"``, ``"-1"``) becomes int64, so ``2 < 10`` sorts as numbers; floats with
-    integral values become int64 too; other text stays text (stripped)."""
+    Text that spells integers canonically (``"3"``, ``"-1"``, not ``"07"``) becomes int64, so ``2 < 10`` sorts
+    as numbers and the outputs spell them back the same; floats with integral values become int64 too; other
+    text stays text (stripped)."""
     a = np.asarray(raw)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
@@ -98,9 +99,10 @@ def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> 
     text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
                      for v in a.tolist()], dtype=str) if a.dtype.kind == "O" else np.char.strip(a.astype(str))
     present = (text != "") & ~_sentinel_mask(text, unlabeled_value)
-    if present.any() and all(_INT.fullmatch(t) for t in text[present]):
+    spelled = text[present].tolist()
+    if spelled and all(_INT.fullmatch(t) and str(int(t)) == t for t in spelled):  # "07", "+3" stay text
         out = np.zeros(a.shape[0], dtype=np.int64)
-        out[present] = np.array(text[present].tolist(), dtype=np.int64)
+        out[present] = np.array(spelled, dtype=np.int64)
         return LabelColumn(out, present, key)
     return LabelColumn(text, present, key)
 
