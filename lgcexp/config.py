@@ -75,7 +75,7 @@ class RunPlan:
     algorithm: Any       # lgcexp.algorithms.GraphSSLAlgorithm
     eig: dict[str, Any]  # solver options; p = algorithm.required_eigenpairs()
     seed: int
-    n_labels: int
+    n_labels: int | None  # None: the data's own labelled set is used (a diagnosis run)
     loss: str | None     # the loss the run used (methods that take one), else None
 
     @property
@@ -142,15 +142,18 @@ def plan(cfg: Any) -> RunPlan:
     used_loss = params.get("loss") if cls.losses else None
     eig = {k: v for k, v in c["eig"].items() if k != "p"}
     return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
-                   seed=int(c["seed"]), n_labels=int(c["labels"]["n"]), loss=used_loss)
+                   seed=int(c["seed"]), n_labels=None if c["labels"]["n"] is None else int(c["labels"]["n"]),
+                   loss=used_loss)
 
 
-def check_against_data(p: RunPlan, n: int, n_classes: int) -> None:
-    """Checks that need the data size, run right after loading (before the graph is built)."""
+def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = False) -> None:
+    """Checks that need the data size, run right after loading (before the graph is built).
+    ``given_labels``: the data carries its own labelled set (a diagnosis run), so ``labels.n`` is not used."""
     from .spectral import check_eig_params
 
-    check_label_count(p.n_labels, n, n_classes)
-    p.noise.check_data(n, n_classes)
+    if not given_labels:
+        check_label_count(p.n_labels, n, n_classes)
+        p.noise.check_data(n, n_classes)
     p.graph.check_data(n, n_classes)
     p.algorithm.check_data(n, n_classes)
     if p.n_eigenpairs:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UserError
-from .params import Interval, check_value
+from .params import Interval, NoneValue, check_value
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,8 @@ class LabelSplit:
     """The labelled set of one run.
 
     ``labeled`` holds ascending point indices; ``y_clean``/``y_observed`` are their true and (possibly
-    noisy) labels in that order; ``flipped`` is a boolean mask over ``labeled``.
+    noisy) labels in that order; ``flipped`` is a boolean mask over ``labeled``. For a file with its own
+    labelled set (:func:`given_labels`), ``y_clean`` is -1 where the file has no trusted label.
     """
 
     labeled: np.ndarray
@@ -44,12 +45,17 @@ class LabelSplit:
         return mask
 
 
-#: the ``labels`` section of the config
-LABELS_PARAMETERS = {"n": [Interval("int", 1, None)]}
+#: the ``labels`` section of the config (``n: null`` for files that carry their own labelled set)
+LABELS_PARAMETERS = {"n": [Interval("int", 1, None), NoneValue()]}
 
 
-def check_label_count(n_labels: int, n: int, n_classes: int) -> None:
+def check_label_count(n_labels: int | None, n: int, n_classes: int) -> None:
     """Refuse a labelled-set size that stratified sampling cannot honour."""
+    if n_labels is None:
+        raise UserError(
+            f"labels.n has no value: this data has no labelled set of its own, so labels are sampled; set "
+            f"labels.n=... (at least the number of classes, {n_classes}, and less than the number of points, {n})"
+        )
     check_value("labels.n", n_labels, LABELS_PARAMETERS["n"])
     if n_labels < n_classes or n_labels >= n:
         raise UserError(
@@ -95,3 +101,14 @@ def sample_and_corrupt(y: np.ndarray, n_labels: int, rate: float = 0.0, seed: in
     y_clean = y[labeled].astype(np.int64)
     y_obs, flipped = noise.corrupt(y_clean, int(y.max()) + 1, seed)
     return LabelSplit(labeled=labeled, y_clean=y_clean, y_observed=y_obs, flipped=flipped)
+
+
+def given_labels(data: Any) -> LabelSplit:
+    """Stage 2 for a file that carries its own labelled set (a diagnosis run): the labels as given, nothing
+    sampled, nothing flipped by us. ``y_clean`` holds the file's trusted label where it has one and -1
+    elsewhere; ``flipped`` marks the given labels that a trusted label contradicts (all False without one)."""
+    labeled = np.asarray(data.labeled, dtype=np.int64)
+    y_observed = np.asarray(data.y_observed, dtype=np.int64)
+    y_clean = np.asarray(data.y, dtype=np.int64)[labeled]
+    flipped = (y_clean >= 0) & (y_clean != y_observed)
+    return LabelSplit(labeled=labeled, y_clean=y_clean, y_observed=y_observed, flipped=flipped)

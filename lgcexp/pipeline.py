@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import __version__
+from . import __version__, diagnosis
 from .algorithms import GraphSSLAlgorithm
 from .cache import Cache
 from .config import RunPlan, check_against_data, plan
@@ -52,8 +52,11 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     with timer.stage("load"):
         data = load(p, paths)
     with timer.stage("labels"):
-        split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise)
-    log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
+        if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.diagnosis)
+            split = diagnosis.given_split(p, data)
+        else:
+            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise)
+            log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
     with timer.stage("graph"):
         graph, graph_hit = p.graph.build(data.X, cache=cache, data_fingerprint=data.fingerprint())
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")
@@ -65,15 +68,18 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     with timer.stage("evaluate"):
         metrics = evaluate_run(p.algorithm, graph, data.y, split)
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
+    if data.has_given_labels:
+        result.update(diagnosis.record_fields(p, data, split))
     if out_dir is not None:
-        write_outputs(p, Path(out_dir), result, data, split)
+        writer = diagnosis.write_outputs if data.has_given_labels else write_outputs
+        writer(p, Path(out_dir), result, data, split)
     return result
 
 
 def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
     """Stage 1, plus every check that needs the data size (still before any heavy work)."""
     data = p.source.load(data_dir=paths.get("data_dir"), download=bool(paths.get("download", True)))
-    check_against_data(p, data.n, data.n_classes)
+    check_against_data(p, data.n, data.n_classes, given_labels=data.has_given_labels)
     log.info("loaded %s: n=%d, d=%d, %d classes", data.name, data.n, data.X.shape[1], data.n_classes)
     return data
 
@@ -89,14 +95,16 @@ def eigenpairs(p: RunPlan, graph: Graph, cache: Cache) -> tuple[Any, bool | None
 
 def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
     """Stage 6: accuracies (points no label reaches are predicted -1, not class 0, and count as wrong), and
-    the label judgement against the flipped labels for methods that judge."""
+    the label judgement against the flipped labels for methods that judge. Own data scores only the points
+    with a known clean label (``y_clean`` -1: unknown)."""
     pred, n_unreached = mark_unreached(algorithm.predict(), graph, split.labeled)
     metrics = evaluate(pred, algorithm.labeled_pred_, y_true, split)
     metrics["n_unreached"] = n_unreached
-    if algorithm.dropped_ is not None:
-        metrics.update(detection_metrics(algorithm.dropped_, algorithm.suspicion_, split.flipped))
-    if algorithm.lgc_labeled_pred_ is not None:
-        metrics["acc_labeled_lgc"] = float(np.mean(algorithm.lgc_labeled_pred_ == split.y_clean))
+    known = split.y_clean >= 0
+    if algorithm.dropped_ is not None and known.any():
+        metrics.update(detection_metrics(algorithm.dropped_[known], algorithm.suspicion_[known], split.flipped[known]))
+    if algorithm.lgc_labeled_pred_ is not None and known.any():
+        metrics["acc_labeled_lgc"] = float(np.mean(algorithm.lgc_labeled_pred_[known] == split.y_clean[known]))
     return metrics
 
 
@@ -107,6 +115,7 @@ def record(p: RunPlan, data: Dataset, graph: Graph, graph_hit: bool, eig: Any, e
     return {
         "dataset": data.name,
         "algo": p.algorithm.name,
+        "mode": "sampled",  # labels sampled and corrupted; "diagnosis" for data with its own labels
         "loss": p.loss,
         "seed": p.seed,
         "noise": p.noise.name,
@@ -153,6 +162,8 @@ def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, 
 
 def format_summary(r: dict[str, Any]) -> str:
     """A short human-readable summary of one run."""
+    if r.get("mode") == diagnosis.MODE:
+        return diagnosis.format_summary(r)
     secs = r["stage_seconds"]
     stage_txt = "  ".join(f"{s} {secs[s]:.2f}" for s in STAGES)
     lines = [

@@ -145,7 +145,7 @@ def path_cases(tmp: Path):
         (("dataset=isolet", "paths.download=false", f"paths.data_dir={tmp}/empty"), "isolet.npz not found"),
         (("dataset=mnist", "paths.download=false", f"paths.data_dir={tmp}/empty"), "mnist.npz not found"),
         (("dataset=npz",), "has no value"),
-        (("dataset=npz", "dataset.path=x.npz"), "labels.n has no value"),
+        (("dataset=npz", "dataset.path=x.npz"), "npz file not found"),
         ((*npz, f"dataset.path={tmp}/missing.npz"), "npz file not found"),
         ((*npz, f"dataset.path={bad}/one_class.npz"), "need at least 2 classes"),
         ((*npz, f"dataset.path={bad}/nan.npz"), "NaN or Inf"),

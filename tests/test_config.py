@@ -65,8 +65,8 @@ def test_yaml_defaults_equal_constructor_defaults(group, choice):
 
 @pytest.mark.parametrize("overrides", [
     *[(f"algo={a}",) for a in _yamls("algo")],
-    *[(f"dataset={d}",) + (("dataset.path=x.npz", "labels.n=10") if d == "npz" else ()) for d in _yamls("dataset")],
-    *[(f"noise={n}",) for n in _yamls("noise")],
+    *[(f"dataset={d}",) + ((f"dataset.path=x.{d}",) if d in ("npz", "npy", "csv") else ()) + (("dataset.labels_path=y.npy",) if d == "npy" else ()) for d in _yamls("dataset")],
+    *[(f"noise={n}",) + (("noise.matrix=[[1.0,0.0],[0.0,1.0]]",) if n == "matrix" else ()) for n in _yamls("noise")],
     *[(f"graph={g}",) for g in _yamls("graph")],
     *[(f"experiment={e}",) for e in _yamls("experiment")],
 ])

@@ -21,7 +21,7 @@ def _save(tmp_path: Path, name: str = "d.npz", **arrays) -> str:
 # --- built-in sets ---------------------------------------------------------------------------
 
 def test_registry():
-    assert DATASETS == ("digits", "spirals", "isolet", "mnist", "npz")
+    assert DATASETS == ("digits", "spirals", "isolet", "mnist", "npz", "csv", "npy")
 
 
 def test_digits():
@@ -76,7 +76,7 @@ def test_fingerprint_stable_and_sensitive(tmp_path):
 # --- bad input -------------------------------------------------------------------------------
 
 def test_unknown_dataset():
-    with pytest.raises(UserError, match=r"dataset=foo is not allowed: choose one of digits, spirals, isolet, mnist, npz"):
+    with pytest.raises(UserError, match=r"dataset=foo is not allowed: choose one of digits, spirals, isolet, mnist, npz, csv, npy"):
         load_dataset("foo")
 
 

@@ -428,6 +428,7 @@ class AutoL(GraphSSLAlgorithm):
 
     name = "autoL"
     losses = LOSSES
+    class_columns = ("corrected_label", "lgc_label")
     _parameter_constraints = {
         "mu": [positive()],
         "loss": [Options(LOSSES)],

@@ -47,6 +47,9 @@ class GraphSSLAlgorithm(Configurable):
     config_prefix: ClassVar[str] = "algo.params."
     #: losses this algorithm accepts through the top-level ``loss`` option (empty: it takes none)
     losses: ClassVar[tuple[str, ...]] = ()
+    #: the ``label_info_`` columns that hold class numbers 0..c-1 (written in the file's own label values by
+    #: a diagnosis run, :mod:`lgcexp.diagnosis`)
+    class_columns: ClassVar[tuple[str, ...]] = ()
 
     # ----- optional hooks, each with its default --------------------------------------------------------
     def required_eigenpairs(self) -> int:

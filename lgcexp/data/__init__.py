@@ -2,7 +2,9 @@
 
     load_dataset("digits")                       # scikit-learn digits, offline
     load_dataset("spirals", n_samples=500, noise=0.05, seed=1)
-    load_dataset("npz", path="my.npz")           # arrays X (n, d), y (n,)
+    load_dataset("npz", path="my.npz")           # arrays X (n, d), y (n,) [, labeled, y_clean]
+    load_dataset("csv", path="my.csv", label_column="label")   # your own labels, as given
+    load_dataset("npy", path="X.npy", labels_path="y.txt")     # X memory-mapped
     load_dataset("mnist", data_dir="~/data")     # data_dir/mnist.npz, downloaded if missing
     load_dataset("isolet", data_dir="~/data")    # data_dir/isolet.npz, downloaded if missing
 
@@ -29,7 +31,9 @@ DATA_SOURCES = Registry("dataset", {
     "spirals": "lgcexp.data.builtin:Spirals",
     "isolet": "lgcexp.data.isolet:Isolet",
     "mnist": "lgcexp.data.mnist:Mnist",
-    "npz": "lgcexp.data.builtin:NpzFile",
+    "npz": "lgcexp.data.npzfile:NpzFile",
+    "csv": "lgcexp.data.csvfile:CsvFile",
+    "npy": "lgcexp.data.npyfile:NpyFile",
 })
 DATASETS: tuple[str, ...] = DATA_SOURCES.names()
 

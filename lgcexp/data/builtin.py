@@ -1,18 +1,16 @@
-"""Built-in data sets that need no download: digits, spirals, and a user's own npz."""
+"""Built-in data sets that need no download: digits and spirals (a user's own npz: :mod:`.npzfile`)."""
 
 from __future__ import annotations
 
 import math
-import os
-import zipfile
 
 import numpy as np
 
 from lgcexp.errors import UserError
 
-from ..params import Interval, String
+from ..params import Interval
 from .dataset import Dataset, make_dataset
-from .download import one_line
+from .npzfile import NpzFile, load_npz  # noqa: F401  (moved to npzfile; kept importable from here)
 from .source import DataSource
 
 
@@ -55,34 +53,6 @@ def make_spirals(n_samples: int = 1000, noise: float = 0.0, seed: int = 0) -> Da
     return make_dataset("spirals", X[order], y[order])
 
 
-def load_npz(path: str | os.PathLike | None) -> Dataset:
-    """A user's npz with arrays `X` (n, d) and `y` (n,); labels (ints or strings) are remapped to 0..c-1."""
-    if path is None or str(path) == "":
-        raise UserError("dataset 'npz' needs a file: pass path=/path/to/file.npz (arrays X and y)")
-    p = os.path.expanduser(os.fspath(path))
-    if not os.path.isfile(p):
-        raise UserError(f"npz file not found: {p!r} (dataset 'npz' needs an existing .npz with arrays X and y)")
-    if not zipfile.is_zipfile(p):
-        raise UserError(f"{p}: not a readable npz file (not a zip archive)")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            found = sorted(z.files)
-            missing = [k for k in ("X", "y") if k not in found]
-            if missing:
-                raise UserError(f"{p}: missing array(s) {', '.join(missing)}; found {found or 'no arrays'}; "
-                                "the npz needs arrays X (n, d) and y (n,)")
-            X, y = z["X"], z["y"]
-    except UserError:
-        raise
-    except ValueError as e:
-        if "pickle" in str(e):
-            raise UserError(f"{p}: holds object arrays (pickled); save X and y as plain numeric/string arrays") from None
-        raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as e:
-        raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
-    return make_dataset("npz", X, y, source=p)
-
-
 class Digits(DataSource):
     """scikit-learn's handwritten digits (1797 x 64, 10 classes), offline."""
 
@@ -109,16 +79,3 @@ class Spirals(DataSource):
 
     def _load(self, *, data_dir=None, download=True) -> Dataset:
         return make_spirals(self.n_samples, self.noise, self.seed)
-
-
-class NpzFile(DataSource):
-    """A user's ``.npz`` with arrays ``X`` (n, d) and ``y`` (n,). Parameter: ``path``."""
-
-    name = "npz"
-    _parameter_constraints = {"path": [String("a path to an .npz file")]}
-
-    def __init__(self, path: str | None = None):
-        self.path = path
-
-    def _load(self, *, data_dir=None, download=True) -> Dataset:
-        return load_npz(self.path)

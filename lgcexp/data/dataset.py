@@ -12,12 +12,40 @@ from lgcexp.errors import UserError
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """Features `X` (n, d), labels `y` (n,) int64 in 0..n_classes-1, and a name."""
+    """Features `X` (n, d), labels `y` (n,) int64 in 0..n_classes-1, and a name.
+
+    Own data (``csv``, ``npy``, ``npz`` files) may carry more; every extra field is optional:
+
+    - `labeled`, `y_observed`: the file's own labelled set (ascending point indices) and its given labels
+      (0..n_classes-1, aligned with `labeled`). When present, the run is a *diagnosis run*: no labels are
+      sampled, no noise is added, and the algorithms are fitted on exactly these labels.
+    - `y` then holds the trusted clean label where the file has one and -1 where the truth is unknown
+      (all -1 for a file without clean labels). It is only ever used for scoring.
+    - `classes`: the original label values; `classes[k]` is class k as the file spells it (ints or strings).
+    """
 
     name: str
     X: np.ndarray
     y: np.ndarray
     n_classes: int
+    classes: np.ndarray | None = None
+    labeled: np.ndarray | None = None
+    y_observed: np.ndarray | None = None
+
+    @property
+    def has_given_labels(self) -> bool:
+        """True when the file carries its own labelled set (a diagnosis run)."""
+        return self.labeled is not None
+
+    @property
+    def truth_known(self) -> np.ndarray:
+        """Boolean mask of the points whose true label is known (all of them, except for own data)."""
+        return self.y >= 0
+
+    def original_labels(self, k: np.ndarray) -> np.ndarray:
+        """Class numbers 0..c-1 -> the label values of the file (identity when there is no mapping)."""
+        k = np.asarray(k)
+        return k if self.classes is None else self.classes[k]
 
     @property
     def n(self) -> int:
@@ -36,10 +64,15 @@ class Dataset:
         return f"Dataset(name={self.name!r}, n={self.n}, d={self.X.shape[1]}, n_classes={self.n_classes}, X.dtype={self.X.dtype})"
 
 
+#: the finiteness check reads X in blocks of about this many values (a memory-mapped X is never copied whole)
+FINITE_CHECK_ELEMENTS = 1 << 22
+
+
 def _as_features(X: np.ndarray, source: str) -> np.ndarray:
-    """Keep float32/float64; uint8 -> float32 (values kept); other numbers -> float64."""
-    if X.dtype in (np.float32, np.float64):
-        return X
+    """Keep float32/float64 as they are (no copy: a memory-mapped X stays on disk); uint8 -> float32 (values
+    kept); other numbers -> float64."""
+    if X.dtype.kind == "f" and X.dtype.itemsize in (4, 8):
+        return X if X.dtype.isnative else X.astype(X.dtype.newbyteorder("="))
     if X.dtype == np.uint8 or X.dtype == np.float16:
         return X.astype(np.float32)
     if X.dtype.kind in "biuf":
@@ -48,6 +81,37 @@ def _as_features(X: np.ndarray, source: str) -> np.ndarray:
         return X.astype(np.float64)
     except (TypeError, ValueError):
         raise UserError(f"{source}: X has dtype {X.dtype}, which is not numeric; X must hold numbers") from None
+
+
+def check_finite_rows(X: np.ndarray, source: str) -> None:
+    """Raise UserError when a row of X holds NaN or Inf. Reads X block by block (no full-size temporary)."""
+    if X.dtype.kind not in "fc":
+        return
+    n, d = X.shape
+    step = max(1, FINITE_CHECK_ELEMENTS // max(1, d))
+    n_bad, first = 0, -1
+    for start in range(0, n, step):
+        ok = np.isfinite(X[start:start + step]).all(axis=1)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            n_bad += bad.size
+            if first < 0:
+                first = start + int(bad[0])
+    if n_bad:
+        raise UserError(f"{source}: X has NaN or Inf in {n_bad} of {n} rows "
+                        f"(first bad row: {first}); remove or impute them")
+
+
+def check_features(X, source: str) -> np.ndarray:
+    """X as a checked 2-D float32/float64 array (a float32/float64 input, memory-mapped or not, is not copied)."""
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise UserError(f"{source}: X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise UserError(f"{source}: X is empty (shape {X.shape}); need at least one row and one feature")
+    X = _as_features(X, source)
+    check_finite_rows(X, source)
+    return X
 
 
 def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
@@ -65,14 +129,7 @@ def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
         raise UserError(f"{source}: y must be 1-D (n_samples,), got shape {y.shape}")
     if X.shape[0] != y.shape[0]:
         raise UserError(f"{source}: X has {X.shape[0]} rows but y has {y.shape[0]} labels; they must be equal")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise UserError(f"{source}: X is empty (shape {X.shape}); need at least one row and one feature")
-    X = _as_features(X, source)
-    bad = ~np.isfinite(X).all(axis=1)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        raise UserError(f"{source}: X has NaN or Inf in {rows.size} of {X.shape[0]} rows "
-                        f"(first bad row: {rows[0]}); remove or impute them")
+    X = check_features(X, source)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise UserError(f"{source}: y has {int((~np.isfinite(y)).sum())} NaN/Inf labels; labels must be ints or strings")
     try:
@@ -82,4 +139,4 @@ def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
     if classes.size < 2:
         found = f" ({classes[0]!r})" if classes.size else ""
         raise UserError(f"{source}: y has {classes.size} distinct label(s){found}; need at least 2 classes")
-    return Dataset(name=name, X=X, y=y_idx.reshape(-1).astype(np.int64), n_classes=int(classes.size))
+    return Dataset(name=name, X=X, y=y_idx.reshape(-1).astype(np.int64), n_classes=int(classes.size), classes=classes)

@@ -1,5 +1,5 @@
 """Uniform label noise drawn exactly as the paper's authors' code draws it (``apply_noise`` with
-``deterministic=False`` in their ``noise_utils.py``; reference notes §2), so a seed flips the same labels.
+``deterministic=False`` in their ``noise_utils.py``; docs/fidelity.md#noise), so a seed flips the same labels.
 
 The call sequence, on numpy's legacy generator (a ``RandomState(seed)`` object: the stream of
 ``np.random.seed(seed)``), for the ``l`` labelled points in ascending index order:

@@ -1,7 +1,7 @@
 """Uniform label noise ("noisy completely at random"; paper §4): exactly ``m = l - round(l (1 - rate))``
 labelled points, chosen uniformly, each moved to a class drawn uniformly among the other ``c - 1``.
 
-The count is exact and not stratified by class, as in the authors' code (reference notes §2); the draw
+The count is exact and not stratified by class, as in the authors' code (docs/fidelity.md#noise); the draw
 itself is this package's own (numpy ``default_rng``). ``noise=reference`` reproduces the authors' draw.
 """
 from __future__ import annotations

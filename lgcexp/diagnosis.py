@@ -1,0 +1,231 @@
+"""Diagnosis runs: your own data, with labels nobody has checked.
+
+A data set that carries its own labelled set (``Dataset.labeled`` / ``Dataset.y_observed``, from the
+``csv``, ``npy`` or ``npz`` sources) is run as given: no labels are sampled and no noise is added. The
+options that only shape sampling and noise (``labels.n``, ``noise.*``, ``seed``) play no part; when set
+they are logged as unused and recorded under ``not_used`` (they are not refused, so one sweep can cover
+built-in and own data).
+
+There are usually no clean labels to score against, so the record holds no accuracy against truth. When
+the file also has trusted clean labels (a benchmark: ``dataset.clean_column``, ``y_clean``, ...), they are
+used for scoring only, over the points that have one, and never reach the algorithm.
+
+What a diagnosis run adds to the usual record (``result.json``):
+
+- ``mode``: ``"diagnosis"`` (every other run: ``"sampled"``); ``note``: what was and was not measured;
+- ``truth``: ``"none"``, ``"partial"`` or ``"all"``: the points with a trusted label;
+- ``noise``, ``noise_rate``: null (no noise was added); ``not_used``: options set that played no part;
+- ``classes``: the label values as the file spells them (class k is ``classes[k]``);
+- ``n_disagree``: given labels the method's labelled prediction disagrees with (candidates for a check);
+- ``label_issue_report``: the files written by :func:`report_label_issues`.
+
+Outputs: ``predictions.csv`` (every point: ``index``, ``predicted`` in the file's label values,
+``confidence``, ``score``, ``given_label``, and ``clean_label`` when there is truth), ``labels.csv`` (the
+given labels: ``index``, ``observed_label``, ``predicted``, [``clean_label``, ``flipped``], then the
+method's per-label columns), and ``result.json`` last.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .labels import LabelSplit, given_labels
+from .params import fmt_value
+from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
+
+log = logging.getLogger("lgcexp")
+
+MODE = "diagnosis"
+PREDICTIONS_FILE = "predictions.csv"
+
+
+@dataclass(frozen=True)
+class GivenLabels:
+    """The labels a file came with: ``labeled`` point indices, ``y`` their given labels as class numbers
+    0..c-1, ``classes`` the file's label values (class k is ``classes[k]``), ``y_clean`` the trusted class
+    number of each labelled point where the file has one, else -1."""
+
+    labeled: np.ndarray
+    y: np.ndarray
+    classes: np.ndarray
+    y_clean: np.ndarray
+
+    @property
+    def values(self) -> np.ndarray:
+        """The given labels as the file spells them."""
+        return self.classes[self.y]
+
+
+def report_label_issues(algorithm: Any, given: GivenLabels, out_dir: Path) -> list[str]:
+    """Hook for the label-issue report of a diagnosis run.
+
+    Receives the fitted algorithm (``scores_``, ``labeled_pred_``, and for methods that judge labels
+    ``dropped_``/``suspicion_`` and ``label_info_``), the given labels and the output directory; writes its
+    files there and returns their names, recorded as ``label_issue_report`` in ``result.json``. Called after
+    ``labels.csv`` and ``predictions.csv`` are written and before ``result.json``. Default: writes nothing."""
+    return []
+
+
+def given_split(p: Any, data: Any) -> LabelSplit:
+    """Stage 2 of a diagnosis run: the data's own labelled set as given (logs the options not used)."""
+    split = given_labels(data)
+    log.info("diagnosis run: the data's own %d labelled points, as given (nothing sampled, no noise added)",
+             split.n_labeled)
+    counts = np.bincount(split.y_observed, minlength=data.n_classes)
+    if (counts == 1).any():
+        lone = ", ".join(fmt_value(v) for v in np.asarray(data.classes)[counts == 1][:5].tolist())
+        log.warning("class(es) %s have a single labelled point: leave-one-out methods (autoL, autoD) cannot "
+                    "confirm such a label, and may drop it", lone)
+    unused = not_used(p)
+    if unused:
+        log.warning("not used in a diagnosis run (the data carries its own labels): %s",
+                    ", ".join(f"{k}={fmt_value(v)}" for k, v in unused.items()))
+    return split
+
+
+def not_used(p: Any) -> dict[str, Any]:
+    """The options set for this run that a diagnosis run does not use (sampling and noise)."""
+    out: dict[str, Any] = {}
+    if p.n_labels is not None:
+        out["labels.n"] = p.n_labels
+    if p.noise.name != "uniform" or p.noise.rate_ != 0:
+        out["noise"] = p.noise.name
+        out.update({f"noise.{k}": v for k, v in p.noise.get_params().items()})
+    if p.seed != 0:
+        out["seed"] = p.seed
+    return out
+
+
+def _truth(data: Any) -> str:
+    known = data.truth_known
+    return "all" if known.all() else "partial" if known.any() else "none"
+
+
+def record_fields(p: Any, data: Any, split: LabelSplit) -> dict[str, Any]:
+    """The keys a diagnosis run adds to (or overrides in) the record."""
+    truth = _truth(data)
+    if truth == "none":
+        note = ("diagnosis run: the labels are the file's own, as given (none sampled, no noise added); there "
+                "are no clean labels, so this record holds no accuracy against truth. predictions.csv holds "
+                "the prediction for every point, labels.csv the given labels.")
+    else:
+        where = "every point has one" if truth == "all" else "only the points that have one are scored"
+        note = ("diagnosis run: the labels are the file's own, as given (none sampled, no noise added); "
+                f"accuracies are against the file's trusted clean labels ({where}), which were used for "
+                "scoring only, never for fitting.")
+    pred = p.algorithm.labeled_pred_
+    return {
+        "mode": MODE,
+        "noise": None,
+        "noise_rate": None,
+        "truth": truth,
+        "note": note,
+        "classes": np.asarray(data.classes).tolist(),
+        "n_disagree": int(np.sum(pred != split.y_observed)),
+        "not_used": not_used(p),
+    }
+
+
+def _values(data: Any, k: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+    """Class numbers as the file's label values; None (an empty cell) where ``present`` is False."""
+    vals = np.asarray(data.classes)[np.asarray(k)]
+    if present is None:
+        return vals
+    out = np.full(vals.shape[0], None, dtype=object)
+    out[present] = vals[present]
+    return out
+
+
+def confidence(scores: np.ndarray) -> np.ndarray:
+    """Share of a point's total class score on its predicted class, for non-negative scores (LGC, GFHF,
+    AutoL, AutoD); NaN where a row has no score at all (e.g. a graph component without a labelled point) or
+    where the method's scores can be negative (SIIS)."""
+    S = np.asarray(scores, dtype=np.float64)
+    if (S < 0).any():
+        return np.full(S.shape[0], np.nan)
+    total = S.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, S.max(axis=1) / total, np.nan)
+
+
+def prediction_columns(algorithm: Any, data: Any, split: LabelSplit) -> dict[str, np.ndarray]:
+    """``predictions.csv``: one row per point."""
+    n = data.n
+    given = np.zeros(n, dtype=bool)
+    given[split.labeled] = True
+    y_given = np.zeros(n, dtype=np.int64)
+    y_given[split.labeled] = split.y_observed
+    cols = {
+        "index": np.arange(n),
+        "predicted": _values(data, algorithm.predict()),
+        "confidence": confidence(algorithm.scores_),
+        "score": np.asarray(algorithm.scores_).max(axis=1),
+        "given_label": _values(data, y_given, given),
+    }
+    if data.truth_known.any():
+        cols["clean_label"] = _values(data, np.maximum(data.y, 0), data.truth_known)
+    return cols
+
+
+def label_columns(algorithm: Any, data: Any, split: LabelSplit) -> dict[str, np.ndarray]:
+    """``labels.csv`` of a diagnosis run: one row per given label."""
+    cols = {
+        "index": split.labeled,
+        "observed_label": _values(data, split.y_observed),
+        "predicted": _values(data, algorithm.labeled_pred_),
+    }
+    if data.truth_known.any():
+        known = split.y_clean >= 0
+        cols["clean_label"] = _values(data, np.maximum(split.y_clean, 0), known)
+        flipped = np.full(split.n_labeled, None, dtype=object)
+        flipped[known] = split.flipped[known]
+        cols["flipped"] = flipped
+    info = dict(algorithm.label_info_)
+    for k in algorithm.class_columns:  # the method's class-number columns, in the file's label values too
+        if info.get(k) is not None:
+            info[k] = _values(data, info[k])
+    return {**cols, **info}
+
+
+def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: LabelSplit) -> None:
+    """``labels.csv``, ``predictions.csv``, the label-issue report, figures (``plot=true``) and
+    ``result.json`` (last: its presence marks the run done)."""
+    algorithm = p.algorithm
+    write_labels_csv(out / LABELS_FILE, label_columns(algorithm, data, split))
+    write_labels_csv(out / PREDICTIONS_FILE, prediction_columns(algorithm, data, split))
+    given = GivenLabels(labeled=split.labeled, y=split.y_observed, classes=np.asarray(data.classes),
+                        y_clean=split.y_clean)
+    result["label_issue_report"] = list(report_label_issues(algorithm, given, out))
+    if p.config.get("plot"):
+        y_true = data.y if data.truth_known.all() else None  # evaluation curves only where all truth is known
+        result["figures"] = algorithm.plot(out, y_true=y_true, split=split)
+    write_json(out / RESULT_FILE, result)
+    result["_out_dir"] = str(out)
+
+
+def format_summary(r: dict[str, Any]) -> str:
+    """A short human-readable summary of a diagnosis run."""
+    secs = r["stage_seconds"]
+    stage_txt = "  ".join(f"{s} {v:.2f}" for s, v in secs.items())
+    lines = [
+        f"lgcexp: diagnosis of dataset={r['dataset']} with algo={r['algo']}" + (f" loss={r['loss']}" if r.get("loss") else "")
+        + " (the file's own labels, as given: nothing sampled, no noise added)",
+        f"  n={r['n']}  classes={r['n_classes']}  given labels={r['n_labeled']}  unlabelled={r['n_unlabeled']}",
+        f"  the method disagrees with {r['n_disagree']} of the {r['n_labeled']} given labels",
+    ]
+    if "acc_unlabeled" in r:
+        scored = f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)" if "n_scored_unlabeled" in r else ""
+        lines.append(f"  accuracy against the file's clean labels{scored}: unlabelled {100 * r['acc_unlabeled']:.2f}%   "
+                     f"labelled {100 * r['acc_labeled']:.2f}%   given labels wrong: {r['n_flipped']}")
+    else:
+        lines.append("  no clean labels: no accuracy against truth (see predictions.csv)")
+    if r.get("not_used"):
+        lines.append("  not used: " + ", ".join(f"{k}={fmt_value(v)}" for k, v in r["not_used"].items()))
+    lines.append(f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})")
+    if r.get("_out_dir"):
+        lines.append(f"  written: {r['_out_dir']}/{{{RESULT_FILE},{PREDICTIONS_FILE},{LABELS_FILE}}}")
+    return "\n".join(lines)
