@@ -9,6 +9,7 @@ one module and one yaml, without touching lgcexp.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import UserError
@@ -34,12 +35,41 @@ def import_target(target: str, key: str) -> type:
         raise UserError(f"{key}={target} is not allowed: {module} has no {cls}") from None
 
 
+def conf_dir() -> Path | None:
+    """The ``conf/`` directory: a source checkout's, else the copy shipped inside the package."""
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "conf", here / "conf"):
+        if (cand / "config.yaml").exists():
+            return cand
+    return None
+
+
 class Registry:
-    """Config name -> class (``"module:Class"`` strings, imported on first use)."""
+    """Config name -> class (``"module:Class"`` strings, imported on first use). Besides the built-in
+    table, every yaml of the group that names its class with ``_target_`` is registered, so a new stage
+    object is one module plus one yaml."""
 
     def __init__(self, group: str, builtins: Mapping[str, str]):
         self.group = group
-        self._targets = dict(builtins)
+        self._builtins = dict(builtins)
+
+    @property
+    def _targets(self) -> dict[str, str]:
+        found = dict(self._builtins)
+        root = conf_dir()
+        if root is not None and (root / self.group).is_dir():
+            import yaml
+
+            for path in sorted((root / self.group).glob("*.yaml")):
+                if path.stem in found:
+                    continue
+                try:
+                    target = (yaml.safe_load(path.read_text()) or {}).get("_target_")
+                except Exception:  # a yaml that does not parse is Hydra's to report
+                    target = None
+                if isinstance(target, str):
+                    found[path.stem] = target
+        return found
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._targets)
@@ -48,12 +78,14 @@ class Registry:
         return name in self._targets
 
     def register(self, name: str, target: str) -> None:
-        self._targets[name] = target
+        self._builtins[name] = target
 
     def get(self, name: Any, target: str | None = None) -> type:
         """The class for ``name``; a ``_target_`` from the config wins over the built-in table."""
         if target:
             return import_target(target, f"{self.group}._target_")
+        if name not in self._builtins and name in self._targets:
+            return import_target(self._targets[name], f"{self.group}.name")
         if name not in self._targets:
             raise UserError(f"{self.group}={name} is not allowed: choose one of {', '.join(self._targets)}")
         return import_target(self._targets[name], f"{self.group}.name")
