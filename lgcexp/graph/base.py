@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,12 +17,15 @@ class Graph:
     """A weighted undirected graph with its normalised affinity.
 
     ``W`` symmetric CSR with zero diagonal; ``degree`` its row sums; ``S = D^-1/2 W D^-1/2``;
-    ``key`` a content hash of what the graph depends on (used for caching derived results).
+    ``key`` a content hash of what the graph depends on (used for caching derived results); ``info``
+    builder-specific facts worth recording (the measured recall of an approximate search, the source
+    file of a precomputed graph, ...).
     """
 
     W: sp.csr_matrix
     sigma: float
     key: str
+    info: dict[str, Any] = field(default_factory=dict)
     degree: np.ndarray = field(init=False)
     S: sp.csr_matrix = field(init=False)
 
@@ -56,7 +59,9 @@ def fingerprint(X: np.ndarray) -> str:
 
 
 class GraphBuilder(Configurable):
-    """The graph-builder protocol: ``build(X, cache=, data_fingerprint=) -> (Graph, cache_hit)``."""
+    """The graph-builder protocol: ``build(X, cache=, data_fingerprint=) -> (Graph, cache_hit)``.
+
+    After ``build`` the builder's ``info_`` holds the returned graph's ``info``."""
 
     name: ClassVar[str] = "base"
     config_prefix: ClassVar[str] = "graph."
@@ -64,7 +69,9 @@ class GraphBuilder(Configurable):
     def build(self, X: np.ndarray, *, cache: Cache | None = None,
               data_fingerprint: str | None = None) -> tuple[Graph, bool]:
         self._validate_params()
-        return self._build(X, cache=cache, data_fingerprint=data_fingerprint)
+        graph, hit = self._build(X, cache=cache, data_fingerprint=data_fingerprint)
+        self.info_ = dict(graph.info)
+        return graph, hit
 
     def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:  # pragma: no cover
         raise NotImplementedError
