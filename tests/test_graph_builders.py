@@ -1,5 +1,4 @@
 """Graph builders (graph=knn, knn_approx, precomputed), kernels, their parameter tables and yaml files."""
-import inspect
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +34,14 @@ def test_yaml_defaults_equal_constructor_defaults(path):
     assert conf["name"] == path.stem
     cls = GRAPH_BUILDERS.get(conf["name"])
     params = {k: v for k, v in conf.items() if k not in ("name", "_target_")}
-    required = {k for k, v in params.items() if v == "???"}  # a mandatory value: no constructor default
-    assert {k: v for k, v in params.items() if k not in required} == constructor_defaults(cls)
-    sig = inspect.signature(cls.__init__).parameters
-    assert required == {k for k, p in sig.items() if k != "self" and p.default is p.empty}
-    assert set(params) == set(cls._parameter_constraints)
+    # a mandatory value (???) has the constructor default None, which its constraints refuse
+    required = {k for k, v in params.items() if v == "???"}
+    defaults = constructor_defaults(cls)
+    assert {k: v for k, v in params.items() if k not in required} == {k: v for k, v in defaults.items()
+                                                                       if k not in required}
+    assert set(params) == set(defaults) == set(cls._parameter_constraints)
+    for k in required:
+        assert defaults[k] is None and not any(c.is_satisfied_by(None) for c in cls._parameter_constraints[k])
     assert cls.name == path.stem and cls.__doc__ and "====" in cls.__doc__  # a parameter table in the docstring
 
 
@@ -113,3 +115,116 @@ def test_local_scale_against_data_size():
         b.check_data(30, 2)
     KnnGraph(k=5, kernel="gaussian", local_scale=40).check_data(30, 2)  # unused by the Gaussian: not checked
     KnnGraph(k=5, sigma="mean", kernel="binary").check_data(8, 2)      # sigma=mean unused by binary
+
+
+# -- graph=knn_approx -----------------------------------------------------------------------------------------
+def clustered(n=1500, d=12, seed=5):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=4.0, size=(8, d))
+    return (centers[rng.integers(0, 8, n)] + rng.normal(size=(n, d))).astype(np.float32)
+
+
+def test_recall_at_k_by_hand():
+    from lgcexp.graph.knn_approx import recall_at_k
+
+    exact_i = np.array([[1, 2, 3], [0, 2, 3]])
+    exact_d = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    approx_i = np.array([[1, 3, 7], [0, 9, -1]])  # row 0: 7 is at distance 3.0, tied with the 3rd: found
+    approx_d = np.array([[1.0, 3.0, 3.0], [1.0, 5.0, np.nan]])
+    assert recall_at_k(approx_i, approx_d, exact_i, exact_d) == pytest.approx((3 / 3 + 1 / 3) / 2)
+
+
+@pytest.mark.parametrize("index", ["hnsw", "ivf"])
+def test_knn_approx_recall_recorded_and_graph_close_to_exact(index):
+    from lgcexp.graph.knn_approx import KnnApproxGraph
+
+    X = clustered()
+    b = KnnApproxGraph(k=10, sigma="mean", index=index)
+    g, hit = b.build(X)
+    assert not hit and b.info_ == g.info
+    assert g.info["index"] == index and g.info["recall_queries"] == 1000
+    assert 0.95 <= g.info["recall_at_k"] <= 1.0
+    exact, _ = build_graph(X, 10, "mean")
+    assert abs(g.W - g.W.T).max() == 0 and np.all(g.W.diagonal() == 0)
+    same = (g.W != 0).multiply(exact.W != 0).nnz / exact.W.nnz
+    assert same >= 0.95
+    # a wide search finds every neighbour: the same graph as the exact search
+    wide = KnnApproxGraph(k=10, index=index, ef_search=400, nprobe=40 if index == "ivf" else 16,
+                          nlist=40 if index == "ivf" else "auto")
+    gw, _ = wide.build(X)
+    assert gw.info["recall_at_k"] == 1.0
+    assert abs(gw.W - exact.W).max() < 1e-12 and gw.sigma == pytest.approx(exact.sigma)
+
+
+def test_knn_approx_small_data_checks_all_points_and_kernels():
+    from lgcexp.graph.knn_approx import KnnApproxGraph
+
+    X = clustered(n=300)
+    g, _ = KnnApproxGraph(k=8, kernel="self_tuning", index="ivf").build(X)
+    assert g.info["recall_queries"] == 300 and g.info["nlist"] == 300 // 39
+    assert np.isnan(g.sigma) and g.W.nnz > 0
+
+
+def test_knn_approx_cache_key_covers_index_parameters(tmp_path):
+    from lgcexp.graph.knn_approx import KnnApproxGraph
+
+    X = clustered(n=1200)
+    cache = Cache(tmp_path)
+    keys = set()
+    for kw in [dict(index="hnsw"), dict(index="hnsw", ef_search=32), dict(index="hnsw", M=16),
+               dict(index="hnsw", ef_construction=50), dict(index="ivf"), dict(index="ivf", nprobe=4),
+               dict(index="ivf", nlist=20), dict(index="hnsw", recall_queries=1100)]:
+        g, hit = KnnApproxGraph(k=6, **kw).build(X, cache=cache, data_fingerprint="fp")
+        assert not hit
+        g2, hit2 = KnnApproxGraph(k=6, **kw).build(X, cache=cache, data_fingerprint="fp")
+        assert hit2 and g2.info == g.info and abs(g2.W - g.W).max() == 0  # the recall comes back from the cache
+        keys.add(g.key)
+    assert len(keys) == 8
+    # the parameters of the index not in use do not change the key
+    a = KnnApproxGraph(k=6, index="hnsw", nprobe=3).build(X, cache=cache, data_fingerprint="fp")
+    assert a[1] is True
+    exact, _ = build_graph(X, 6, "mean", cache=cache, data_fingerprint="fp")
+    assert exact.key not in keys
+
+
+@pytest.mark.parametrize("override,msg", [
+    ("graph.index=annoy", "graph.index=annoy is not allowed: choose one of hnsw, ivf"),
+    ("graph.M=1", "graph.M=1 is not allowed: it must be an integer in [2, 256]"),
+    ("graph.ef_search=0", "graph.ef_search=0 is not allowed: it must be an integer >= 1"),
+    ("graph.ef_construction=-3", "graph.ef_construction=-3 is not allowed: it must be an integer >= 1"),
+    ("graph.nlist=many", "graph.nlist=many is not allowed: it must be an integer >= 1 or auto"),
+    ("graph.nprobe=0", "graph.nprobe=0 is not allowed: it must be an integer >= 1"),
+    ("graph.recall_queries=100", "graph.recall_queries=100 is not allowed: it must be an integer >= 1000"),
+    ("graph.kernel=foo", "graph.kernel=foo is not allowed: choose one of gaussian, self_tuning, binary"),
+    ("+graph.efSearch=10", "graph.efSearch is not a parameter of graph=knn_approx; allowed: M, ef_construction, "
+                          "ef_search, index, k, kernel, local_scale, nlist, nprobe, recall_queries, sigma, symmetrize"),
+])
+def test_knn_approx_bad_values_one_line(override, msg):
+    with pytest.raises(UserError) as e:
+        plan(make_cfg("graph=knn_approx", override))
+    assert str(e.value) == msg
+
+
+def test_knn_approx_relations_and_data_checks():
+    with pytest.raises(UserError) as e:
+        plan(make_cfg("graph=knn_approx", "graph.index=ivf", "graph.nlist=8", "graph.nprobe=9"))
+    assert str(e.value) == "graph.nprobe=9 is not allowed: it must be at most graph.nlist (8)"
+    plan(make_cfg("graph=knn_approx", "graph.index=hnsw", "graph.nlist=8", "graph.nprobe=9"))  # ivf unused
+    p = plan(make_cfg("graph=knn_approx", "graph.index=ivf", "graph.nlist=5000"))
+    with pytest.raises(UserError) as e:
+        p.graph.check_data(1797, 10)
+    assert str(e.value) == ("graph.nlist=5000 is not allowed: it must be at most the number of points (1797); "
+                            "or use nlist=auto")
+
+
+
+def test_knn_approx_recall_in_result_json(tmp_path):
+    import json
+
+    from lgcexp.pipeline import run
+
+    r = run(make_cfg("algo=lgc", "graph=knn_approx", "graph.index=ivf", tmp=tmp_path), out_dir=tmp_path / "run")
+    g = json.loads((tmp_path / "run" / "result.json").read_text())["graph"]
+    assert g["builder"] == "knn_approx" and g["index"] == "ivf" and g["k"] == 10  # the dataset preset's k
+    assert g["recall_queries"] == 1000 and 0.95 <= g["recall_at_k"] <= 1.0 and g["nlist"] == 1797 // 39
+    assert r["acc_unlabeled"] > 0.8

@@ -9,7 +9,9 @@ another weight function), and the normalised affinity ``S = D^-1/2 W D^-1/2`` (p
 on disk.
 
 Modules: :mod:`.base` (the :class:`Graph` record, the :class:`GraphBuilder` protocol), :mod:`.kernels`
-(edge weights: gaussian, self_tuning, binary), :mod:`.knn` (``graph=knn``).
+(edge weights: gaussian, self_tuning, binary), :mod:`.knn` (``graph=knn``), :mod:`.knn_approx`
+(``graph=knn_approx``: faiss HNSW / IVF-Flat, recall measured against the exact search). A builder module
+is imported when its name is first used.
 """
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ from .knn import (SYMMETRIZE, KnnGraph, build_affinity, build_graph, exact_searc
 _fingerprint = fingerprint  # the old private name
 
 #: config name -> graph builder class
-GRAPH_BUILDERS = Registry("graph", {"knn": "lgcexp.graph.knn:KnnGraph"})
+GRAPH_BUILDERS = Registry("graph", {
+    "knn": "lgcexp.graph.knn:KnnGraph",
+    "knn_approx": "lgcexp.graph.knn_approx:KnnApproxGraph",
+})
 
 __all__ = [
     "GRAPH_BUILDERS", "Graph", "GraphBuilder", "KERNELS", "KnnGraph", "LOCAL_SCALE", "SIGMA_NEIGHBOR", "SYMMETRIZE",
