@@ -228,3 +228,150 @@ def test_knn_approx_recall_in_result_json(tmp_path):
     assert g["builder"] == "knn_approx" and g["index"] == "ivf" and g["k"] == 10  # the dataset preset's k
     assert g["recall_queries"] == 1000 and 0.95 <= g["recall_at_k"] <= 1.0 and g["nlist"] == 1797 // 39
     assert r["acc_unlabeled"] > 0.8
+
+# -- graph=precomputed ----------------------------------------------------------------------------------------
+def test_precomputed_round_trips_a_knn_graph(tmp_path):
+    """Save the W that graph=knn builds, read it back with graph=precomputed: the same LGC predictions."""
+    import scipy.sparse as sp
+
+    from lgcexp.graph.precomputed import PrecomputedGraph
+    from lgcexp.pipeline import load, run
+
+    p = plan(make_cfg("algo=lgc", tmp=tmp_path))
+    data = load(p, p.config["paths"])
+    g, _ = p.graph.build(data.X)
+    sp.save_npz(tmp_path / "W.npz", g.W)
+    a = run(make_cfg("algo=lgc", tmp=tmp_path), out_dir=tmp_path / "a")
+    b = run(make_cfg("algo=lgc", "graph=precomputed", f"graph.path={tmp_path}/W.npz", tmp=tmp_path),
+            out_dir=tmp_path / "b")
+    pa = (tmp_path / "a" / "labels.csv").read_text()
+    pb = (tmp_path / "b" / "labels.csv").read_text()
+    assert pa == pb and a["acc_unlabeled"] == b["acc_unlabeled"] and a["graph"]["edges"] == b["graph"]["edges"]
+    assert b["graph"]["builder"] == "precomputed" and b["graph"]["file"] == str((tmp_path / "W.npz").resolve())
+    assert b["graph"]["sigma"] is None or np.isnan(b["graph"]["sigma"])
+    assert "k" not in b["graph"]  # the dataset preset's graph.k is ignored
+    # the builder never reads the features: it builds without them
+    g2, hit = PrecomputedGraph(path=str(tmp_path / "W.npz")).build(None)
+    assert not hit and abs(g2.W - g.W).max() == 0 and g2.key == b["graph"]["key"]
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("graphs")
+    _bad_files(tmp)
+    return tmp
+
+
+def _bad_files(tmp):
+    import scipy.sparse as sp
+
+    n = 1797  # digits
+    rng = np.random.default_rng(0)
+    A = sp.random(n, n, density=0.002, random_state=0, format="csr")
+    sym = A.maximum(A.T).tocsr()
+    sym.setdiag(0)
+    sym.eliminate_zeros()
+    files = {}
+
+    def save(name, M):
+        sp.save_npz(tmp / name, M)
+        files[name] = tmp / name
+
+    save("good.npz", sym)
+    asym = sym.copy().tolil()
+    asym[0, 5], asym[5, 0] = 0.5, 0.0
+    save("asymmetric.npz", asym.tocsr())
+    neg = sym.copy()
+    neg.data[:4] = -neg.data[:4]
+    save("negative.npz", _symmetric_with(neg))
+    nan = sym.copy()
+    nan.data[[0]] = np.nan
+    save("nan.npz", nan)
+    save("wrong_size.npz", sym[:100, :100])
+    save("not_square.npz", sym[:, :100])
+    diag = sym.copy().tolil()
+    diag.setdiag(1.0)
+    save("diagonal.npz", diag.tocsr())
+    np.save(tmp / "dense.npy", rng.random((10, 10)))
+    files["dense.npy"] = tmp / "dense.npy"
+    np.savez(tmp / "arrays.npz", W=rng.random((10, 10)))
+    files["arrays.npz"] = tmp / "arrays.npz"
+    (tmp / "junk.npz").write_bytes(b"PK\x03\x04 this is no zip file")
+    files["junk.npz"] = tmp / "junk.npz"
+    (tmp / "text.npz").write_text("0 1 0.5\n")
+    files["text.npz"] = tmp / "text.npz"
+    return files
+
+
+def _symmetric_with(M):
+    """A symmetric matrix keeping M's (negative) values."""
+    import scipy.sparse as sp
+
+    U = sp.triu(M, k=1)
+    return (U + U.T).tocsr()
+
+
+@pytest.mark.parametrize("name,why", [
+    ("asymmetric.npz", r"the matrix is not symmetric \(largest \|W - W\^T\| = 0\.5\); set graph.symmetrize=max "
+                       r"or graph.symmetrize=mean to symmetrise it"),
+    ("negative.npz", r"\d+ entries are negative \(smallest -[0-9.e-]+\); weights must be >= 0"),
+    ("nan.npz", r"1 entries are NaN or infinite; weights must be finite"),
+    ("wrong_size.npz", r"the matrix is 100 x 100 but the data has 1797 points"),
+    ("not_square.npz", r"the matrix is 1797 x 100; it must be square \(n x n\)"),
+    ("diagonal.npz", r"1797 diagonal entries are nonzero \(self-loops\); set graph.diagonal=drop to drop them"),
+    ("dense.npy", r"it is a dense array \(.npy\); save the graph as a sparse matrix with "
+                  r"scipy.sparse.save_npz\(path, scipy.sparse.csr_matrix\(W\)\)"),
+    ("arrays.npz", r"it holds the arrays W, not a sparse matrix; save the graph with "
+                   r"scipy.sparse.save_npz\(path, scipy.sparse.csr_matrix\(W\)\)"),
+    ("junk.npz", r"cannot read it as a scipy sparse .npz \(.+\)"),
+    ("text.npz", r"it is not an .npz file; save the graph with scipy.sparse.save_npz"),
+    ("missing.npz", r"no such file"),
+])
+def test_precomputed_bad_files_refused_in_one_line(bad_files, tmp_path, name, why):
+    import re
+
+    from lgcexp.pipeline import run
+
+    typed = f"{bad_files}/{name}"
+    with pytest.raises(UserError) as e:
+        run(make_cfg("algo=lgc", "graph=precomputed", f"graph.path={typed}", tmp=tmp_path))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert re.fullmatch(re.escape(f"graph.path={typed} is not allowed: ") + why, msg), msg
+
+
+def test_precomputed_rules_fix_what_they_name(bad_files, tmp_path):
+    from lgcexp.graph.precomputed import PrecomputedGraph
+
+    files = {p.name: p for p in bad_files.iterdir()}
+    good, _ = PrecomputedGraph(path=str(files["good.npz"])).load(1797)
+    for rule, val in [("max", 0.5), ("mean", 0.25)]:
+        b = PrecomputedGraph(path=str(files["asymmetric.npz"]), symmetrize=rule)
+        b.check_data(1797, 10)
+        g, _ = b.build(None)
+        assert abs(g.W - g.W.T).max() == 0 and g.W[0, 5] == val == g.W[5, 0]
+        assert b.info_["symmetrized"] == rule
+    b = PrecomputedGraph(path=str(files["diagonal.npz"]), diagonal="drop")
+    g, _ = b.build(np.zeros((1797, 1)))
+    assert np.all(g.W.diagonal() == 0) and abs(g.W - good).max() == 0 and b.info_["diagonal_dropped"] == 1797
+    assert g.key == PrecomputedGraph(path=str(files["good.npz"])).build(None)[0].key  # keyed by content
+    # round-off asymmetry (1e-14 relative) is averaged away, not refused
+    import scipy.sparse as sp
+    W = good.copy()
+    W.data = W.data * (1 + 1e-14 * np.random.default_rng(1).random(W.nnz))
+    sp.save_npz(tmp_path / "roundoff.npz", W)
+    g, _ = PrecomputedGraph(path=str(tmp_path / "roundoff.npz")).build(None)
+    assert abs(g.W - g.W.T).max() == 0
+
+
+@pytest.mark.parametrize("overrides,msg", [
+    (["graph.path=W.npz", "graph.symmetrize=union"], "graph.symmetrize=union is not allowed: choose one of none, max, mean"),
+    (["graph.path=W.npz", "graph.diagonal=keep"], "graph.diagonal=keep is not allowed: choose one of refuse, drop"),
+    ([], "graph.path has no value: set it on the command line, e.g. graph.path=..."),
+    (["graph.path=''"], "graph.path='' is not allowed: it must be a path to a scipy sparse .npz file "
+                        "(scipy.sparse.save_npz)"),
+])
+def test_precomputed_bad_values_one_line(overrides, msg):
+    with pytest.raises(UserError) as e:
+        plan(make_cfg("graph=precomputed", *overrides))
+    assert str(e.value) == msg

@@ -10,11 +10,16 @@ on disk.
 
 Modules: :mod:`.base` (the :class:`Graph` record, the :class:`GraphBuilder` protocol), :mod:`.kernels`
 (edge weights: gaussian, self_tuning, binary), :mod:`.knn` (``graph=knn``), :mod:`.knn_approx`
-(``graph=knn_approx``: faiss HNSW / IVF-Flat, recall measured against the exact search). A builder module
-is imported when its name is first used.
+(``graph=knn_approx``: faiss HNSW / IVF-Flat, recall measured against the exact search),
+:mod:`.precomputed` (``graph=precomputed``: a scipy sparse adjacency from a file). A builder module is
+imported when its name is first used.
 """
 from __future__ import annotations
 
+import logging
+from typing import Any, Mapping
+
+from ..params import fmt_value
 from ..registry import Registry
 from .base import Graph, GraphBuilder, fingerprint
 from .kernels import (KERNELS, LOCAL_SCALE, SIGMA_NEIGHBOR, binary_weights, gaussian_weights, local_scales,
@@ -23,15 +28,36 @@ from .knn import (SYMMETRIZE, KnnGraph, build_affinity, build_graph, exact_searc
                   knn_search)
 
 _fingerprint = fingerprint  # the old private name
+log = logging.getLogger(__name__)
+
+#: keys the dataset presets (conf/dataset/*.yaml) set for the kNN builders
+PRESET_KEYS = ("k", "sigma")
+
+
+class GraphRegistry(Registry):
+    """The graph builders' registry. A dataset preset sets ``graph.k`` and ``graph.sigma`` (the paper's
+    settings) whatever ``graph=`` is chosen; a builder without such a parameter (``precomputed``) ignores
+    them instead of refusing the run."""
+
+    def from_config(self, section: Mapping[str, Any]) -> tuple[type, dict[str, Any]]:
+        cls, params = super().from_config(section)
+        table = getattr(cls, "_parameter_constraints", {})
+        ignored = {k: params.pop(k) for k in PRESET_KEYS if k in params and k not in table}
+        if ignored:
+            log.debug("graph=%s ignores %s (kNN settings of the dataset preset)", cls.name,
+                      ", ".join(f"graph.{k}={fmt_value(v)}" for k, v in ignored.items()))
+        return cls, params
+
 
 #: config name -> graph builder class
-GRAPH_BUILDERS = Registry("graph", {
+GRAPH_BUILDERS = GraphRegistry("graph", {
     "knn": "lgcexp.graph.knn:KnnGraph",
     "knn_approx": "lgcexp.graph.knn_approx:KnnApproxGraph",
+    "precomputed": "lgcexp.graph.precomputed:PrecomputedGraph",
 })
 
 __all__ = [
-    "GRAPH_BUILDERS", "Graph", "GraphBuilder", "KERNELS", "KnnGraph", "LOCAL_SCALE", "SIGMA_NEIGHBOR", "SYMMETRIZE",
+    "GRAPH_BUILDERS", "Graph", "GraphBuilder", "GraphRegistry", "KERNELS", "KnnGraph", "LOCAL_SCALE", "SIGMA_NEIGHBOR", "SYMMETRIZE",
     "binary_weights", "build_affinity", "build_graph", "exact_search", "fingerprint", "gaussian_weights",
     "graph_key", "knn_distance_matrix", "knn_search", "local_scales", "self_tuning_weights",
     "sigma_mean_heuristic",
