@@ -153,7 +153,9 @@ def test_knn_approx_recall_recorded_and_graph_close_to_exact(index):
                           nlist=40 if index == "ivf" else "auto")
     gw, _ = wide.build(X)
     assert gw.info["recall_at_k"] == 1.0
-    assert abs(gw.W - exact.W).max() < 1e-12 and gw.sigma == pytest.approx(exact.sigma)
+    assert ((gw.W != 0) != (exact.W != 0)).nnz == 0  # the same edges
+    assert np.allclose(gw.W.toarray(), exact.W.toarray(), rtol=1e-5, atol=1e-8)  # float32 distances may differ
+    assert gw.sigma == pytest.approx(exact.sigma, rel=1e-6)
 
 
 def test_knn_approx_small_data_checks_all_points_and_kernels():
@@ -171,7 +173,7 @@ def test_knn_approx_cache_key_covers_index_parameters(tmp_path):
     X = clustered(n=1200)
     cache = Cache(tmp_path)
     keys = set()
-    for kw in [dict(index="hnsw"), dict(index="hnsw", ef_search=32), dict(index="hnsw", M=16),
+    for kw in [dict(index="hnsw"), dict(index="hnsw", ef_search=48), dict(index="hnsw", M=8),
                dict(index="hnsw", ef_construction=50), dict(index="ivf"), dict(index="ivf", nprobe=4),
                dict(index="ivf", nlist=20), dict(index="hnsw", recall_queries=1100)]:
         g, hit = KnnApproxGraph(k=6, **kw).build(X, cache=cache, data_fingerprint="fp")
@@ -226,7 +228,7 @@ def test_knn_approx_recall_in_result_json(tmp_path):
     r = run(make_cfg("algo=lgc", "graph=knn_approx", "graph.index=ivf", tmp=tmp_path), out_dir=tmp_path / "run")
     g = json.loads((tmp_path / "run" / "result.json").read_text())["graph"]
     assert g["builder"] == "knn_approx" and g["index"] == "ivf" and g["k"] == 10  # the dataset preset's k
-    assert g["recall_queries"] == 1000 and 0.95 <= g["recall_at_k"] <= 1.0 and g["nlist"] == 1797 // 39
+    assert g["recall_queries"] == 1000 and 0.95 <= g["recall_at_k"] <= 1.0 and g["nlist"] == 42  # round(sqrt(1797))
     assert r["acc_unlabeled"] > 0.8
 
 # -- graph=precomputed ----------------------------------------------------------------------------------------

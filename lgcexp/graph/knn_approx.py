@@ -41,8 +41,8 @@ MIN_POINTS_PER_CELL = 39  # faiss's k-means wants at least 39 training points pe
 
 
 def auto_nlist(n: int) -> int:
-    """``nlist=auto``: about 4 sqrt(n) cells, at most n / 39 (so each centroid has its 39 training points)."""
-    return int(max(1, min(round(4 * math.sqrt(n)), n // MIN_POINTS_PER_CELL)))
+    """``nlist=auto``: about sqrt(n) cells, at most n / 39 (so each centroid has its 39 training points)."""
+    return int(max(1, min(round(math.sqrt(n)), n // MIN_POINTS_PER_CELL)))
 
 
 def recall_at_k(approx_idx: np.ndarray, approx_dist: np.ndarray, exact_idx: np.ndarray,
@@ -75,16 +75,18 @@ class KnnApproxGraph(KnnGraph):
     kernel           gaussian, self_tuning, binary      edge weights (default gaussian)
     local_scale      integer >= 1, < n                  self_tuning's neighbour for sigma_i (default 7)
     index            hnsw, ivf                          the faiss index (default hnsw)
-    M                integer in [2, 256]                hnsw: links per node (default 32)
+    M                integer in [2, 256]                hnsw: links per node (default 16)
     ef_construction  integer >= 1                       hnsw: candidate list when inserting (default 100)
-    ef_search        integer >= 1                       hnsw: candidate list when searching (default 64)
-    nlist            integer >= 1, <= n, or ``auto``    ivf: k-means cells; auto = min(4 sqrt(n), n/39)
-    nprobe           integer >= 1, <= nlist             ivf: cells visited per query (default 16)
+    ef_search        integer >= 1                       hnsw: candidate list when searching (default 32;
+                                                        faiss uses at least k + 1)
+    nlist            integer >= 1, <= n, or ``auto``    ivf: k-means cells; auto (default) = min(sqrt(n), n/39)
+    nprobe           integer >= 1, <= nlist             ivf: cells visited per query (default 8)
     recall_queries   integer >= 1000                    queries checked against the exact search (default
                                                         1000; all points when n is smaller)
     ===============  =================================  ======================================================
 
-    The defaults reach recall@k >= 0.95 on ISOLET (k=10) and MNIST (k=15) with either index.
+    The defaults reach recall@k >= 0.95 on ISOLET (k=10) and MNIST (k=15) with either index (measured by
+    scripts/bench_graph.py: ISOLET hnsw 0.9996, ivf 0.993; MNIST hnsw 0.992, ivf 0.978).
     """
 
     name = "knn_approx"
@@ -100,8 +102,8 @@ class KnnApproxGraph(KnnGraph):
     }
 
     def __init__(self, k: int = 10, sigma: float | str = "mean", symmetrize: str = "union",
-                 kernel: str = "gaussian", local_scale: int = 7, index: str = "hnsw", M: int = 32,
-                 ef_construction: int = 100, ef_search: int = 64, nlist: int | str = "auto", nprobe: int = 16,
+                 kernel: str = "gaussian", local_scale: int = 7, index: str = "hnsw", M: int = 16,
+                 ef_construction: int = 100, ef_search: int = 32, nlist: int | str = "auto", nprobe: int = 8,
                  recall_queries: int = 1000):
         super().__init__(k=k, sigma=sigma, symmetrize=symmetrize, kernel=kernel, local_scale=local_scale)
         self.index = index
