@@ -67,7 +67,7 @@ def test_yaml_defaults_equal_constructor_defaults(group, choice):
     *[(f"algo={a}",) for a in _yamls("algo")],
     *[(f"dataset={d}",) + ((f"dataset.path=x.{d}",) if d in ("npz", "npy", "csv") else ()) + (("dataset.labels_path=y.npy",) if d == "npy" else ()) for d in _yamls("dataset")],
     *[(f"noise={n}",) + (("noise.matrix=[[1.0,0.0],[0.0,1.0]]",) if n == "matrix" else ()) for n in _yamls("noise")],
-    *[(f"graph={g}",) for g in _yamls("graph")],
+    *[(f"graph={g}",) + (("graph.path=g.npz",) if g == "precomputed" else ()) for g in _yamls("graph")],
     *[(f"experiment={e}",) for e in _yamls("experiment")],
 ])
 def test_every_config_composes_and_validates(overrides):

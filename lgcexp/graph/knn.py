@@ -1,0 +1,263 @@
+"""``graph=knn``: the exact k-nearest-neighbour graph (faiss ``IndexFlatL2``).
+
+The k nearest neighbours of every point (self excluded) give a sparse distance matrix, symmetrised as the
+union graph (``max(K, K^T)``, the paper's) or the mutual graph (``min``); a kernel of
+:mod:`lgcexp.graph.kernels` turns distances into weights (default the Gaussian
+``W_ij = exp(-d_ij^2 / (2 sigma^2))``, Zhou et al., "Learning with Local and Global Consistency", NIPS 2003).
+The graph depends only on the data and these settings, never on the seed, so it is cached on disk.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..cache import Cache, stable_hash
+from ..errors import UserError
+from ..params import Interval, Options, positive
+from .base import Graph, GraphBuilder, check_graph_arrays, check_no_isolated_points, fingerprint
+from .kernels import (KERNELS, LOCAL_SCALE, SIGMA_NEIGHBOR, binary_weights, gaussian_weights, local_scales,
+                      self_tuning_weights, sigma_mean_heuristic)
+
+log = logging.getLogger(__name__)
+
+SYMMETRIZE = ("union", "mutual")
+
+#: a neighbour search: (X, k) -> (distances (n, k) ascending, indices (n, k); -1 where none was found)
+Search = Callable[[np.ndarray, int], "tuple[np.ndarray, np.ndarray]"]
+
+
+def import_faiss() -> Any:
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise UserError(
+            "faiss is not installed: install the CPU extra (pip install 'lgcexp[cpu]') or the GPU one ('lgcexp[gpu]')"
+        ) from exc
+    return faiss
+
+
+def drop_self(sq: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From k+1 results per query (squared distances, indices) of the points ``rows``, remove the query
+    itself wherever it appears (duplicates may push it out of column 0); rows that did not return
+    themselves drop their last result. Returns (distances, indices), each (m, k)."""
+    m, k1 = idx.shape
+    is_self = idx == np.asarray(rows)[:, None]
+    has_self = is_self.any(axis=1)
+    drop = np.where(has_self, is_self.argmax(axis=1), k1 - 1)
+    keep = np.ones_like(idx, dtype=bool)
+    keep[np.arange(m), drop] = False
+    idx = idx[keep].reshape(m, k1 - 1)
+    sq = sq[keep].reshape(m, k1 - 1)
+    dist = np.sqrt(np.maximum(sq, 0.0)).astype(np.float64)  # sqrt in faiss's float32, as always
+    dist[idx < 0] = np.nan  # an approximate search may return fewer than k results
+    return dist, idx.astype(np.int64)
+
+
+def exact_search(X: np.ndarray, k: int, queries: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN (faiss ``IndexFlatL2``) of the points ``queries`` (row numbers; default all) among all of
+    ``X``, self excluded: (distances, indices), each (m, k)."""
+    faiss = import_faiss()
+    Xf = np.ascontiguousarray(X, dtype=np.float32)
+    rows = np.arange(Xf.shape[0]) if queries is None else np.asarray(queries)
+    index = faiss.IndexFlatL2(Xf.shape[1])
+    index.add(Xf)
+    sq, idx = index.search(Xf if queries is None else np.ascontiguousarray(Xf[rows]), k + 1)
+    return drop_self(sq, idx, rows)
+
+
+def knn_search(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN by faiss ``IndexFlatL2``: (distances, indices), each (n, k), self excluded.
+
+    Searches k+1 neighbours and removes the query point itself wherever it appears (duplicates may push it
+    out of column 0); rows that did not return themselves drop their last neighbour.
+    """
+    return exact_search(X, k)
+
+
+def knn_distance_matrix(dist: np.ndarray, idx: np.ndarray, symmetrize: str) -> sp.csr_matrix:
+    """Sparse distance matrix of the kNN lists, symmetrised (union = max, mutual = min); entries with
+    index -1 (not found by an approximate search) are left out."""
+    n, k = idx.shape
+    rows = np.repeat(np.arange(n), k)
+    cols = idx.ravel()
+    found = cols >= 0
+    # A zero distance (duplicate points) would vanish from the sparse structure; keep it as a tiny value.
+    vals = np.maximum(dist.ravel()[found], 1e-300)
+    K = sp.csr_matrix((vals, (rows[found], cols[found])), shape=(n, n))
+    KT = K.T.tocsr()
+    if symmetrize == "union":
+        return K.maximum(KT).tocsr()
+    return K.minimum(KT).tocsr()
+
+
+def search_depth(k: int, sigma: float | str, kernel: str, local_scale: int) -> int:
+    """How many neighbours the search needs: k, and as many as the sigma heuristic or local scale use."""
+    need = k
+    if kernel == "gaussian" and sigma == "mean":
+        need = max(need, SIGMA_NEIGHBOR)
+    if kernel == "self_tuning":
+        need = max(need, int(local_scale))
+    return need
+
+
+def affinity_from_neighbors(dist: np.ndarray, idx: np.ndarray, k: int, sigma: float | str, symmetrize: str,
+                            kernel: str = "gaussian", local_scale: int = LOCAL_SCALE) -> tuple[sp.csr_matrix, float]:
+    """W from sorted neighbour lists (at least :func:`search_depth` columns) and the global sigma used
+    (NaN for the kernels that have none)."""
+    D = knn_distance_matrix(dist[:, :k], idx[:, :k], symmetrize)
+    if kernel == "binary":
+        return binary_weights(D), float("nan")
+    if kernel == "self_tuning":
+        return self_tuning_weights(D, local_scales(dist, int(local_scale))), float("nan")
+    sigma_val = sigma_mean_heuristic(dist) if sigma == "mean" else float(sigma)
+    if not (np.isfinite(sigma_val) and sigma_val > 0):  # every point has >= 10 exact duplicates
+        raise UserError(
+            f"graph.sigma='mean' gives sigma={sigma_val:g}: the {SIGMA_NEIGHBOR}th nearest neighbour of every "
+            "point is at distance 0 (duplicate points); set a positive number, e.g. graph.sigma=1"
+        )
+    return gaussian_weights(D, sigma_val), sigma_val
+
+
+def build_affinity(X: np.ndarray, k: int, sigma: float | str, symmetrize: str = "union", *,
+                   kernel: str = "gaussian", local_scale: int = LOCAL_SCALE,
+                   search: Search = knn_search) -> tuple[sp.csr_matrix, float]:
+    """Affinity matrix W and the sigma used (resolved when ``sigma='mean'``; NaN for the self_tuning and
+    binary kernels); parameters already checked."""
+    k_search = min(search_depth(k, sigma, kernel, local_scale), X.shape[0] - 1)
+    if kernel == "gaussian" and sigma == "mean" and k_search < SIGMA_NEIGHBOR:
+        raise UserError(f"graph.sigma='mean' needs at least {SIGMA_NEIGHBOR + 1} points")
+    if kernel == "self_tuning" and k_search < local_scale:
+        raise UserError(f"graph.local_scale={local_scale} needs at least {local_scale + 1} points")
+    dist, idx = search(X, k_search)
+    return affinity_from_neighbors(dist, idx, k, sigma, symmetrize, kernel, local_scale)
+
+
+def graph_key(data_fingerprint: str, k: int, sigma: float | str, symmetrize: str, kernel: str = "gaussian",
+              local_scale: int = LOCAL_SCALE, search: dict[str, Any] | None = None) -> str:
+    """Cache key of a kNN graph: the data, k, symmetrisation, the kernel and its parameters (sigma for the
+    Gaussian, local_scale for self_tuning) and, for an approximate search, the index and its parameters.
+    The exact Gaussian graph keeps the key it always had."""
+    spec: dict[str, Any] = {"data": data_fingerprint, "k": int(k), "sym": symmetrize, "v": 1}
+    if kernel == "gaussian":
+        spec["sigma"] = sigma
+    else:
+        spec["kernel"] = kernel
+        if kernel == "self_tuning":
+            spec["local_scale"] = int(local_scale)
+    if search:
+        spec["search"] = search
+    return stable_hash(spec)
+
+
+def build_graph(
+    X: np.ndarray,
+    k: int,
+    sigma: float | str,
+    symmetrize: str = "union",
+    *,
+    cache: Cache | None = None,
+    data_fingerprint: str | None = None,
+    kernel: str = "gaussian",
+    local_scale: int = LOCAL_SCALE,
+) -> tuple[Graph, bool]:
+    """Stage 3 with caching: the exact kNN graph; returns (graph, cache_hit)."""
+    builder = KnnGraph(k=k, sigma=sigma, symmetrize=symmetrize, kernel=kernel, local_scale=local_scale)
+    builder._validate_params()
+    builder.check_data(X.shape[0], 0)
+    return builder.build(X, cache=cache, data_fingerprint=data_fingerprint)
+
+
+class KnnGraph(GraphBuilder):
+    """``graph=knn``: the exact kNN graph (faiss ``IndexFlatL2``, self excluded).
+
+    ``D`` = the kNN distance lists symmetrised, union ``max(K, K^T)`` (the paper's) or mutual ``min``;
+    ``W = kernel(D)`` with a zero diagonal (:mod:`lgcexp.graph.kernels`):
+
+    * gaussian: ``W_ij = exp(-d_ij^2 / (2 sigma^2))`` (Zhou et al., NIPS 2003);
+    * self_tuning: ``W_ij = exp(-d_ij^2 / (sigma_i sigma_j))``, ``sigma_i`` the distance of i to its
+      ``local_scale``-th neighbour (Zelnik-Manor & Perona, "Self-Tuning Spectral Clustering", NIPS 2004);
+    * binary: ``W_ij = 1`` on every edge.
+
+    ============  =====================================  ===================================================
+    parameter     allowed                                meaning
+    ============  =====================================  ===================================================
+    k             integer >= 1, < n                      neighbours per point (default 10)
+    sigma         number > 0 or ``mean``                 Gaussian width; ``mean``: mean distance to the 10th
+                                                         neighbour / 3 (default). Unused by the other kernels
+    symmetrize    union, mutual                          max (default, the paper's) or min of K and K^T
+    kernel        gaussian, self_tuning, binary          edge weights (default gaussian)
+    local_scale   integer >= 1, < n                      neighbour giving sigma_i for self_tuning (default 7)
+    ============  =====================================  ===================================================
+    """
+
+    name = "knn"
+    _parameter_constraints = {
+        "k": [Interval("int", 1, None)],
+        "sigma": [positive(), Options(("mean",))],
+        "symmetrize": [Options(SYMMETRIZE)],
+        "kernel": [Options(KERNELS)],
+        "local_scale": [Interval("int", 1, None)],
+    }
+
+    def __init__(self, k: int = 10, sigma: float | str = "mean", symmetrize: str = "union",
+                 kernel: str = "gaussian", local_scale: int = LOCAL_SCALE):
+        self.k = k
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+
+    def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
+        prefix = self.config_prefix if prefix is None else prefix
+        if self.k >= n:
+            raise UserError(f"{prefix}k={self.k} is not allowed: it must be less than the number of points ({n})")
+        if self.kernel == "gaussian" and self.sigma == "mean" and n <= SIGMA_NEIGHBOR:
+            raise UserError(f"{prefix}sigma=mean is not allowed: it needs at least {SIGMA_NEIGHBOR + 1} points "
+                            f"(the data has {n}); give a number")
+        if self.kernel == "self_tuning" and self.local_scale >= n:
+            raise UserError(f"{prefix}local_scale={self.local_scale} is not allowed: it must be less than the "
+                            f"number of points ({n})")
+
+    # -- what a subclass changes: the search, and what identifies it in the cache key ---------------------
+    def _search_spec(self, n: int) -> dict[str, Any] | None:
+        """The search's parameters for the cache key (None: the exact search)."""
+        return None
+
+    def _neighbors(self, X: np.ndarray, k_search: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        """(distances, indices, info) of the k_search nearest neighbours of every point."""
+        dist, idx = knn_search(X, k_search)
+        return dist, idx, {}
+
+    def _check_graph(self, graph: Graph) -> None:
+        """In a union kNN graph every point has at least k edges, so a point without one means its weights
+        underflowed (sigma far too small): refused. A mutual kNN graph may leave points alone: logged."""
+        check_no_isolated_points(graph, self.sigma, allow_isolated=self.symmetrize != "union")
+
+    def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
+        k, sigma, symmetrize, kernel, local_scale = int(self.k), self.sigma, self.symmetrize, self.kernel, \
+            int(self.local_scale)
+        n = X.shape[0]
+        fp = data_fingerprint or fingerprint(X)
+        key = graph_key(fp, k, sigma, symmetrize, kernel, local_scale, self._search_spec(n))
+
+        def compute() -> dict[str, np.ndarray]:
+            t0 = time.perf_counter()
+            k_search = min(search_depth(k, sigma, kernel, local_scale), n - 1)
+            dist, idx, info = self._neighbors(X, k_search)
+            W, sig = affinity_from_neighbors(dist, idx, k, sigma, symmetrize, kernel, local_scale)
+            info = {**info, "build_seconds": round(time.perf_counter() - t0, 3)}
+            log.info("built %d-NN graph (%s, %s kernel) on %d points in %.1fs (sigma=%.4g)", k, self.name, kernel,
+                     n, info["build_seconds"], sig)
+            return {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape),
+                    "sigma": np.array(sig), "info": np.array(json.dumps(info))}
+
+        cache = cache or Cache(None)
+        arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
+        W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
+        info = json.loads(str(arrays["info"])) if "info" in arrays else {}
+        return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info), hit
