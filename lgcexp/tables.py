@@ -8,6 +8,11 @@ writes ``results/runs.csv`` (one row per run) and ``results/tables/`` (Markdown,
 Means and standard deviations are over seeds, population sd (ddof=0) as the paper's authors computed them,
 in percent with two decimals. The paper's reported numbers ship inside the package
 (``lgcexp/resources/paper_reported.csv``, read by :func:`load_reported`).
+
+Runs are grouped by noise model (the runs table's ``noise`` column; ``uniform`` where a record or an older
+runs table lacks it) as well as by noise rate: the paper's tables hold uniform-noise runs only, and each
+other model gets its own table pair with no paper column (:func:`table_specs`). After the tables,
+:func:`main` writes the figures and ``REPORT.md`` (:mod:`lgcexp.report`) unless ``--no-report``.
 """
 from __future__ import annotations
 
@@ -336,6 +341,16 @@ def provenance_line(command: str | None = None, runs_csv: str | None = None) -> 
     return line
 
 
+def _report(a: argparse.Namespace, runs: pd.DataFrame, reported: pd.DataFrame, provenance: str,
+            root: Path | None) -> list[Path]:
+    """The figures and REPORT.md beside the tables (lgcexp/report.py), unless --no-report."""
+    if a.no_report or not len(runs):
+        return []
+    from .report import write_report
+
+    return write_report(runs, reported, Path(a.out), provenance, root=root)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lgcexp-tables", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default="results/runs", help="directory holding run directories (result.json)")
@@ -346,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reported", default=None,
                     help="the paper's reported numbers (CSV); default: the copy shipped in the package")
     ap.add_argument("--command", default=None, help="the command to quote as provenance")
+    ap.add_argument("--no-report", action="store_true",
+                    help="tables only: skip the figures and REPORT.md (lgcexp/report.py)")
     a = ap.parse_args(argv)
     reported = load_reported(a.reported)
     if a.from_csv is not None:
@@ -359,7 +376,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lgcexp-tables: error: --from-csv {src} lacks the column(s) {', '.join(missing)}", file=sys.stderr)
             return 2
         command = a.command or f"lgcexp-tables --from-csv {src}"
-        written = write_tables(runs, reported, Path(a.out), provenance_line(command, str(src)))
+        provenance = provenance_line(command, str(src))
+        written = write_tables(runs, reported, Path(a.out), provenance)
+        # the runs' own files (label_issues.csv), where the run directories are at hand
+        root = Path(a.root) if Path(a.root).is_dir() else None
+        written += _report(a, runs, reported, provenance, root)
         print(f"lgcexp-tables: {len(runs)} runs read from {src}; wrote {len(written)} files in {a.out}")
         return 0
     root = Path(a.root)
@@ -369,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs, fails = collect(root)
     atomic_write_text(Path(a.runs_csv), runs.to_csv(index=False))
-    written = write_tables(runs, reported, Path(a.out), provenance_line(a.command))
+    provenance = provenance_line(a.command)
+    written = write_tables(runs, reported, Path(a.out), provenance)
+    written += _report(a, runs, reported, provenance, root)
     print(f"lgcexp-tables: {len(runs)} runs, {len(fails)} failed; wrote {a.runs_csv} and {len(written)} files in {a.out}")
     for _, f in fails.iterrows():
         print(f"  FAILED {f.run_dir}: {f.error}")

@@ -81,10 +81,13 @@ def test_write_tables_and_from_csv(tmp_path):
     fake_reported().to_csv(reported_csv, index=False)
     out = tmp_path / "tables"
     assert tables_main(["--from-csv", str(runs_csv), "--out", str(out), "--reported", str(reported_csv)]) == 0
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.iterdir() if p.suffix != ".png" and p.name != "REPORT.md")
     assert names == ["README.md", "summary.csv", "table2a_mnist_unlabeled.csv", "table2a_mnist_unlabeled.md",
                      "table2a_mnist_unlabeled.tex", "table2b_mnist_labeled.csv", "table2b_mnist_labeled.md",
                      "table2b_mnist_labeled.tex"]
+    # beside the tables: the figures and REPORT.md (tests/test_report.py)
+    assert sorted(p.name for p in out.glob("*.png")) == ["fig_accuracy_mnist.png", "fig_seeds_mnist.png"]
+    assert (out / "REPORT.md").is_file()
     readme = (out / "README.md").read_text()
     assert f"--from-csv {runs_csv}" in readme and f"read from `{runs_csv}`" in readme
     # the same as building in-process from the DataFrame (apart from the provenance line)
