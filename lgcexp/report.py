@@ -209,6 +209,8 @@ def read_label_issues(path: Path) -> pd.DataFrame:
     if not np.isfinite(q).all() or (q < 0).any() or (q > 1).any():
         raise ValueError(f"{path}: label_quality must be finite and within [0, 1]")
     flipped = df["is_flipped"]
+    if flipped.isna().any():
+        raise ValueError(f"{path}: is_flipped is empty for some labels (no clean labels to score against)")
     if flipped.dtype == object:
         flipped = flipped.astype(str).str.lower().map({"true": True, "false": False, "1": True, "0": False})
         if flipped.isna().any():
@@ -216,9 +218,12 @@ def read_label_issues(path: Path) -> pd.DataFrame:
     return pd.DataFrame({"label_quality": q, "is_flipped": flipped.astype(bool)})
 
 
-def detection_data(runs: pd.DataFrame, root: Path | None, dataset: str, model: str) -> dict[tuple[str, int], dict]:
+def detection_data(runs: pd.DataFrame, root: Path | None, dataset: str, model: str,
+                   problems: list[str] | None = None) -> dict[tuple[str, int], dict]:
     """(method, noise %) -> {"suspicion", "flipped", "per_seed": [(auc, ap), ...], "files"} from the
-    ``label_issues.csv`` of the runs of ``dataset`` and ``model`` under ``root`` (runs with no file skipped)."""
+    ``label_issues.csv`` of the runs of ``dataset`` and ``model`` under ``root``. Runs with no file, and runs
+    whose labels are all clean or all flipped (no curve: e.g. 0 % noise), are skipped; a file that cannot be
+    read is skipped and named in ``problems``."""
     if root is None or "run_dir" not in runs or not Path(root).is_dir():
         return {}
     r = runs[(runs["dataset"].str.upper() == dataset) & (noise_models(runs) == model)]
@@ -227,7 +232,14 @@ def detection_data(runs: pd.DataFrame, root: Path | None, dataset: str, model: s
         path = Path(root) / str(x.run_dir) / LABEL_ISSUES_FILE
         if not path.is_file():
             continue
-        df = read_label_issues(path)
+        try:
+            df = read_label_issues(path)
+        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+            if problems is not None:
+                problems.append(str(e))
+            continue
+        if df["is_flipped"].all() or not df["is_flipped"].any():
+            continue
         key = (x.method, int(round(100 * float(x.noise_rate))))
         d = out.setdefault(key, {"suspicion": [], "flipped": [], "per_seed": [], "files": 0})
         susp = 1.0 - df["label_quality"].to_numpy()
@@ -604,6 +616,7 @@ def write_report(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
              "bars, and the numbers the paper quotes from other papers are grey markers, one shape per method.", ""]
     notes: list[str] = []
     no_detection: list[str] = []
+    unread: list[str] = []
     pairs = [(s["dataset"], s["noise_model"]) for s in specs]
     pairs = list(dict.fromkeys(pairs))
     for ds, model in pairs:
@@ -636,7 +649,7 @@ def write_report(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
             written.append(out_dir / name)
         lines += [f"## {label}: spread over seeds", "", f"![{label}: accuracy of every seed]({name})", "",
                   f"Summarises {_table_links(ds, model, specs)} (the spread behind their ± sd). " + seeds_sentences(seeds, paper), ""]
-        det = detection_data(runs, root, ds, model)
+        det = detection_data(runs, root, ds, model, unread)
         if det:
             name = f"fig_detection_{stem}.png"
             lines += [f"## {label}: finding the flipped labels", "", f"![{label}: detection curves]({name})", ""]
@@ -656,6 +669,10 @@ def write_report(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
                  "(the run directories are not at hand: the figures were built from a runs table)")
         notes.append(f"Detection curves (ROC and precision-recall per method and noise rate) are left out for "
                      f"{', '.join(no_detection)}: no run has a `{LABEL_ISSUES_FILE}` {where}.")
+    if unread:
+        shown = "; ".join(unread[:3]) + (f"; and {len(unread) - 3} more" if len(unread) > 3 else "")
+        notes.append(f"{len(unread)} `{LABEL_ISSUES_FILE}` file(s) could not be used and are left out of the "
+                     f"detection curves: {shown}.")
     curves_csv = out_dir / FIGURE2_CSV
     if curves_csv.is_file():
         curves = figure2_values(curves_csv)

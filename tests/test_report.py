@@ -136,6 +136,22 @@ def test_detection_curves_from_label_issues(built):
     assert "MNIST" in report.split("## Notes")[1].split("Detection curves")[1].split("\n")[0]
 
 
+def test_unusable_label_issues_are_skipped_with_a_note(tmp_path):
+    runs = fake_runs()
+    root = fake_root(tmp_path, runs)
+    isolet = runs[runs["dataset"] == "isolet"]
+    r0 = isolet[isolet["noise_rate"] == 0].iloc[0]  # 0 % noise: nothing flipped, no curve
+    write_label_issues(root / r0.run_dir / LABEL_ISSUES_FILE, 50, 0.0, 0, 0.2)
+    bad = isolet[isolet["noise_rate"] == 0.2].iloc[0]  # no clean labels known: is_flipped empty
+    df = pd.read_csv(root / bad.run_dir / LABEL_ISSUES_FILE)
+    df.assign(is_flipped=np.nan).to_csv(root / bad.run_dir / LABEL_ISSUES_FILE, index=False)
+    out = tmp_path / "tables"
+    write_report(runs, load_reported(), out, render=False, root=root)
+    report = (out / "REPORT.md").read_text()
+    assert "(11 files)" in report  # 12 with noise, one unusable; the 0 % file adds no curve
+    assert "1 `label_issues.csv` file(s) could not be used" in report and "is_flipped is empty" in report
+
+
 def test_roc_pr_against_scikit_learn():
     from sklearn.metrics import average_precision_score, roc_auc_score
 
