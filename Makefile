@@ -22,13 +22,13 @@ test-all:           ## also the full-MNIST tests
 bench:              ## speed figures -> results/bench/
 	$(PYTHON) scripts/bench.py
 
-reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel) -> results/tables/
+reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel), figures and REPORT.md -> results/tables/
 	$(PYTHON) scripts/reproduce_tables.py --jobs $(JOBS)
 
 reproduce-tables-quick:  ## the same with 3 seeds -> results/quick/tables/
 	$(PYTHON) scripts/reproduce_tables.py --quick --jobs $(JOBS)
 
-tables:             ## rebuild results/tables/ from the runs under results/runs/ (without them, as in a clone: from results/runs.csv)
+tables:             ## rebuild results/tables/ (tables, figures, REPORT.md) from the runs under results/runs/ (without them, as in a clone: from results/runs.csv)
 	lgcexp-tables $(if $(wildcard results/runs),--root results/runs --runs-csv results/runs.csv,--from-csv results/runs.csv) --out results/tables
 
 clean:

@@ -8,12 +8,18 @@ writes ``results/runs.csv`` (one row per run) and ``results/tables/`` (Markdown,
 Means and standard deviations are over seeds, population sd (ddof=0) as the paper's authors computed them,
 in percent with two decimals. The paper's reported numbers ship inside the package
 (``lgcexp/resources/paper_reported.csv``, read by :func:`load_reported`).
+
+Runs are grouped by noise model (the runs table's ``noise`` column; ``uniform`` where a record or an older
+runs table lacks it) as well as by noise rate: the paper's tables hold uniform-noise runs only, and each
+other model gets its own table pair with no paper column (:func:`table_specs`). After the tables,
+:func:`main` writes the figures and ``REPORT.md`` (:mod:`lgcexp.report`) unless ``--no-report``.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import re
 import sys
 from datetime import datetime, timezone
 from importlib import resources
@@ -59,9 +65,12 @@ STAR_NOTES = {
               "cross-validation (paper, Experiment 2), not on the kNN graph used here",
 }
 
-RUN_COLUMNS = ["dataset", "algo", "loss", "method", "noise_rate", "seed", "n", "n_labeled", "n_flipped",
+#: the noise model of the paper's tables; runs recorded before ``noise`` was written used it
+PAPER_NOISE = "uniform"
+
+RUN_COLUMNS = ["dataset", "algo", "loss", "method", "noise", "noise_rate", "seed", "n", "n_labeled", "n_flipped",
                "acc_unlabeled", "acc_labeled", "acc_labeled_lgc", "n_dropped", "detect_precision", "detect_recall",
-               "detect_f1", "detect_auc", "chosen_alpha", "seconds_total", "config_hash", "run_dir"]
+               "detect_f1", "detect_auc", "seconds_total", "config_hash", "run_dir"]
 
 
 def load_reported(path: str | Path | None = None) -> pd.DataFrame:
@@ -85,6 +94,7 @@ def collect(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         r = json.loads(path.read_text())
         row: dict[str, Any] = {k: r.get(k) for k in RUN_COLUMNS if k in r}
         row["method"] = method_name(r["algo"], r.get("loss"))
+        row["noise"] = r.get("noise") or PAPER_NOISE  # records written before the noise model was recorded
         row["seconds_total"] = round(sum((r.get("stage_seconds") or {}).values()), 3)
         row["run_dir"] = str(path.parent.relative_to(root))
         rows.append(row)
@@ -99,26 +109,44 @@ def collect(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return runs.reset_index(drop=True), pd.DataFrame(fails, columns=["run_dir", "error", "type"])
 
 
+def noise_models(runs: pd.DataFrame) -> pd.Series:
+    """The noise model of each run: the ``noise`` column, ``uniform`` where missing (older records and
+    runs tables written before the column existed)."""
+    if "noise" not in runs:
+        return pd.Series(PAPER_NOISE, index=runs.index, dtype=object)
+    return runs["noise"].where(runs["noise"].notna() & (runs["noise"].astype(str) != ""), PAPER_NOISE).astype(str)
+
+
 def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean and population sd over seeds, in percent, per dataset, noise level and method."""
+    """Mean and population sd over seeds, in percent, per dataset, noise model, noise level and method.
+
+    ``noise`` is the noise level in percent (as in the tables), ``noise_model`` the noise model's name."""
     df = runs.copy()
+    df["noise_model"] = noise_models(runs)
     df["noise"] = (100 * df["noise_rate"].astype(float)).round().astype(int)
     df["DATASET"] = df["dataset"].str.upper()
     out = []
-    for (ds, noise, method), g in df.groupby(["DATASET", "noise", "method"], sort=True):
+    for (ds, model, noise, method), g in df.groupby(["DATASET", "noise_model", "noise", "method"], sort=True):
         row = {"dataset": ds, "noise": noise, "method": method, "n_seeds": len(g)}
         for metric in ("unlabeled", "labeled"):
             v = 100 * g[f"acc_{metric}"].astype(float).to_numpy()
             row[f"{metric}_mean"] = float(np.mean(v))
             row[f"{metric}_sd"] = float(np.std(v, ddof=0))
+        row["noise_model"] = model
         out.append(row)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=None if out else ["dataset", "noise", "method", "n_seeds", "noise_model"])
 
 
-def compare(agg: pd.DataFrame, reported: pd.DataFrame, dataset: str, metric: str) -> pd.DataFrame:
-    """Tidy comparison for one paper table: our cells beside the paper's own numbers."""
+def compare(agg: pd.DataFrame, reported: pd.DataFrame, dataset: str, metric: str,
+            noise_model: str = PAPER_NOISE) -> pd.DataFrame:
+    """Tidy comparison for one table: our cells of ``noise_model`` beside the paper's own numbers (the paper
+    used uniform noise only: for another model the paper's columns stay empty)."""
     ours = agg[agg["dataset"] == dataset]
+    if "noise_model" in ours:
+        ours = ours[ours["noise_model"] == noise_model]
     paper = reported[(reported["dataset"] == dataset) & (reported["source"] == "paper")]
+    if noise_model != PAPER_NOISE:
+        paper = paper.iloc[0:0]
     rows = []
     keys = sorted(set(zip(ours["noise"], ours["method"])) | set(zip(paper["noise"], paper["method"])))
     for noise, method in keys:
@@ -166,8 +194,12 @@ def _method_order(methods: list[str]) -> list[str]:
 def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metric: str) -> str:
     """Rows = noise levels, columns = methods; each cell: ours, the paper's value, the difference."""
     methods = _method_order(list(cmp["method"].unique()))
-    lines = [f"### {caption}", "", "Ours: mean ± sd over seeds (population sd). Paper: its reported value. "
-             "Δ = ours − paper; ✓ when |Δ| ≤ max(1, paper sd).", ""]
+    if cmp["paper_mean"].notna().any() or not len(cmp):
+        legend = ("Ours: mean ± sd over seeds (population sd). Paper: its reported value. "
+                  "Δ = ours − paper; ✓ when |Δ| ≤ max(1, paper sd).")
+    else:  # another noise model than the paper's: nothing to compare with
+        legend = "Ours: mean ± sd over seeds (population sd). The paper reports no numbers for this noise model."
+    lines = [f"### {caption}", "", legend, ""]
     lines.append("| Noise | " + " | ".join(methods) + " |")
     lines.append("|---|" + "---|" * len(methods))
     for noise in sorted(cmp["noise"].unique()):
@@ -231,26 +263,69 @@ def render_latex(cmp: pd.DataFrame, caption: str) -> str:
     return "\n".join(out) + "\n"
 
 
+#: the columns of an extra table's CSV (another noise model: no paper to compare with)
+OURS_COLUMNS = ["noise", "method", "n_seeds", "ours_mean", "ours_sd"]
+
+
+def table_specs(agg: pd.DataFrame) -> list[dict[str, Any]]:
+    """The tables to render from ``agg``: the paper's tables (uniform noise) of each dataset present, then,
+    per dataset, one pair (unlabelled, labelled) per other noise model, lettered on after the paper's
+    (``table1c_isolet_pairwise_unlabeled``, ``table1d_isolet_pairwise_labeled``, ...).
+
+    Each spec: ``stem``, ``dataset``, ``metric``, ``caption``, ``noise_model``, ``paper`` (whether the paper
+    reports numbers for it)."""
+    specs: list[dict[str, Any]] = []
+    models = agg["noise_model"] if "noise_model" in agg else pd.Series(PAPER_NOISE, index=agg.index, dtype=object)
+    for stem, ds, metric, caption in PAPER_TABLES:
+        if ((agg["dataset"] == ds) & (models == PAPER_NOISE)).any():
+            specs.append({"stem": stem, "dataset": ds, "metric": metric, "caption": caption,
+                          "noise_model": PAPER_NOISE, "paper": True})
+    for ds in dict.fromkeys(d for _, d, _, _ in PAPER_TABLES):
+        own = [t for t in PAPER_TABLES if t[1] == ds]
+        number = re.match(r"table(\d+)", own[0][0]).group(1)
+        letter = ord("a") + len(own)
+        for model in sorted(set(models[(agg["dataset"] == ds) & (models != PAPER_NOISE)])):
+            for stem, _, metric, caption in own:
+                head, _, what = caption.partition(": ")
+                specs.append({"stem": f"table{number}{chr(letter)}_{ds.lower()}_{model}_{metric}", "dataset": ds,
+                              "metric": metric, "caption": f"{head}, {model} noise: {what}", "noise_model": model,
+                              "paper": False})
+                letter += 1
+    return specs
+
+
 def write_tables(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, provenance: str = "") -> list[Path]:
+    """The paper's tables (uniform noise) with the paper's numbers beside ours, one extra table pair per other
+    noise model (ours only), ``summary.csv`` (every aggregated cell of uniform noise; another model's cells go
+    to ``summary_<model>.csv``) and ``README.md`` (every table)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    agg = aggregate(runs) if len(runs) else pd.DataFrame(columns=["dataset", "noise", "method"])
+    agg = aggregate(runs) if len(runs) else pd.DataFrame(columns=["dataset", "noise", "method", "noise_model"])
     written = []
     index = ["# Reproduced tables", "", provenance, ""]
-    for stem, ds, metric, caption in PAPER_TABLES:
-        if not (agg["dataset"] == ds).any():
-            continue
-        cmp = compare(agg, reported, ds, metric)
-        others = reported[(reported["dataset"] == ds) & (reported["source"] != "paper")]
+    for spec in table_specs(agg):
+        ds, metric, caption, model = spec["dataset"], spec["metric"], spec["caption"], spec["noise_model"]
+        cmp = compare(agg, reported, ds, metric, model)
+        if spec["paper"]:
+            others = reported[(reported["dataset"] == ds) & (reported["source"] != "paper")]
+            csv = cmp
+        else:  # the numbers others quote are for uniform noise too
+            others = reported.iloc[0:0]
+            csv = cmp[OURS_COLUMNS]
         md = render_markdown(cmp, others, caption, metric)
-        for suffix, text in ((".md", md), (".csv", cmp.round(4).to_csv(index=False)), (".tex", render_latex(cmp, caption))):
-            path = out_dir / f"{stem}{suffix}"
+        for suffix, text in ((".md", md), (".csv", csv.round(4).to_csv(index=False)), (".tex", render_latex(cmp, caption))):
+            path = out_dir / f"{spec['stem']}{suffix}"
             atomic_write_text(path, text)
             written.append(path)
         index += [md, ""]
     if len(agg):
-        atomic_write_text(out_dir / "summary.csv", agg.round(4).to_csv(index=False))
+        models = agg["noise_model"]
+        for model in sorted(set(models), key=lambda m: (m != PAPER_NOISE, m)):
+            name = "summary.csv" if model == PAPER_NOISE else f"summary_{model}.csv"
+            part = agg[models == model].drop(columns="noise_model")
+            atomic_write_text(out_dir / name, part.round(4).to_csv(index=False))
+            written.append(out_dir / name)
         atomic_write_text(out_dir / "README.md", "\n".join(index))
-        written += [out_dir / "summary.csv", out_dir / "README.md"]
+        written.append(out_dir / "README.md")
     return written
 
 
@@ -266,6 +341,16 @@ def provenance_line(command: str | None = None, runs_csv: str | None = None) -> 
     return line
 
 
+def _report(a: argparse.Namespace, runs: pd.DataFrame, reported: pd.DataFrame, provenance: str,
+            root: Path | None) -> list[Path]:
+    """The figures and REPORT.md beside the tables (lgcexp/report.py), unless --no-report."""
+    if a.no_report or not len(runs):
+        return []
+    from .report import write_report
+
+    return write_report(runs, reported, Path(a.out), provenance, root=root)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lgcexp-tables", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default="results/runs", help="directory holding run directories (result.json)")
@@ -276,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reported", default=None,
                     help="the paper's reported numbers (CSV); default: the copy shipped in the package")
     ap.add_argument("--command", default=None, help="the command to quote as provenance")
+    ap.add_argument("--no-report", action="store_true",
+                    help="tables only: skip the figures and REPORT.md (lgcexp/report.py)")
     a = ap.parse_args(argv)
     reported = load_reported(a.reported)
     if a.from_csv is not None:
@@ -289,7 +376,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lgcexp-tables: error: --from-csv {src} lacks the column(s) {', '.join(missing)}", file=sys.stderr)
             return 2
         command = a.command or f"lgcexp-tables --from-csv {src}"
-        written = write_tables(runs, reported, Path(a.out), provenance_line(command, str(src)))
+        provenance = provenance_line(command, str(src))
+        written = write_tables(runs, reported, Path(a.out), provenance)
+        # the runs' own files (label_issues.csv), where the run directories are at hand
+        root = Path(a.root) if Path(a.root).is_dir() else None
+        written += _report(a, runs, reported, provenance, root)
         print(f"lgcexp-tables: {len(runs)} runs read from {src}; wrote {len(written)} files in {a.out}")
         return 0
     root = Path(a.root)
@@ -299,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs, fails = collect(root)
     atomic_write_text(Path(a.runs_csv), runs.to_csv(index=False))
-    written = write_tables(runs, reported, Path(a.out), provenance_line(a.command))
+    provenance = provenance_line(a.command)
+    written = write_tables(runs, reported, Path(a.out), provenance)
+    written += _report(a, runs, reported, provenance, root)
     print(f"lgcexp-tables: {len(runs)} runs, {len(fails)} failed; wrote {a.runs_csv} and {len(written)} files in {a.out}")
     for _, f in fails.iterrows():
         print(f"  FAILED {f.run_dir}: {f.error}")

@@ -7,6 +7,9 @@ order. Layout, legends, captions and provenance lines (text outside table rows) 
 table rows with no non-empty cell besides their label (an empty block). Exit 0 when every file carries the
 same numbers, 1 otherwise (the differing rows are printed).
 
+``REPORT.md`` is not compared: it is prose about the tables (its numbers are checked against the runs by
+tests/test_report.py), and the figures are not tables.
+
 Used to show that a change to ``lgcexp/tables.py`` changes no number, e.g.::
 
     cp -r results/tables /tmp/old && lgcexp-tables --from-csv results/runs.csv --out results/tables
@@ -17,6 +20,9 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+#: files beside the tables that are not tables
+NOT_TABLES = {"REPORT.md"}
 
 #: a number, or a within-tolerance mark (they must not change either)
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?|[✓✗]")
@@ -53,7 +59,8 @@ def main(argv: list[str]) -> int:
         print(__doc__.splitlines()[0], file=sys.stderr)
         return 2
     old, new = (Path(a) for a in argv)
-    names = sorted({p.name for d in (old, new) for p in d.iterdir() if p.suffix in (".md", ".csv", ".tex")})
+    names = sorted({p.name for d in (old, new) for p in d.iterdir()
+                    if p.suffix in (".md", ".csv", ".tex") and p.name not in NOT_TABLES})
     bad = n_rows = n_numbers = 0
     for name in names:
         a = rows(old / name) if (old / name).exists() else None

@@ -2,7 +2,8 @@
 """Run the paper's experiments and rebuild the tables: ``make reproduce-tables`` (``--quick``: 3 seeds).
 
 Each experiment is an ordinary lgcexp sweep (resumable: finished runs are skipped), timed here; the
-wall times, date, machine and commands go to ``<results>/tables/PROVENANCE.md`` beside the tables.
+wall times, date, machine and commands go to ``<results>/tables/PROVENANCE.md`` beside the tables (its
+``Note`` paragraphs are kept). ``lgcexp-tables`` then writes the tables, the figures and ``REPORT.md``.
 """
 from __future__ import annotations
 
@@ -52,7 +53,11 @@ def main() -> int:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     prov = tables / "PROVENANCE.md"
     rows = {}  # keep the timing rows of experiments not rerun this time
+    notes: list[str] = []  # and the hand-written notes (paragraphs starting with "Note")
     if prov.exists():
+        for para in prov.read_text().split("\n\n"):
+            if para.startswith("Note"):
+                notes.append(para.strip())
         for line in prov.read_text().splitlines():
             if line.startswith("| `lgcexp"):
                 rows[line.split("`")[1]] = line
@@ -64,6 +69,8 @@ def main() -> int:
              "covers the runs computed by that invocation", "",
              "| command | wall time | exit | finished |", "|---|---|---|---|"]
     lines += list(rows.values())
+    for note in notes:
+        lines += ["", note]
     prov.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return rc or max((r for _, _, r in timings), default=0)

@@ -81,10 +81,13 @@ def test_write_tables_and_from_csv(tmp_path):
     fake_reported().to_csv(reported_csv, index=False)
     out = tmp_path / "tables"
     assert tables_main(["--from-csv", str(runs_csv), "--out", str(out), "--reported", str(reported_csv)]) == 0
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.iterdir() if p.suffix != ".png" and p.name != "REPORT.md")
     assert names == ["README.md", "summary.csv", "table2a_mnist_unlabeled.csv", "table2a_mnist_unlabeled.md",
                      "table2a_mnist_unlabeled.tex", "table2b_mnist_labeled.csv", "table2b_mnist_labeled.md",
                      "table2b_mnist_labeled.tex"]
+    # beside the tables: the figures and REPORT.md (tests/test_report.py)
+    assert sorted(p.name for p in out.glob("*.png")) == ["fig_accuracy_mnist.png", "fig_seeds_mnist.png"]
+    assert (out / "REPORT.md").is_file()
     readme = (out / "README.md").read_text()
     assert f"--from-csv {runs_csv}" in readme and f"read from `{runs_csv}`" in readme
     # the same as building in-process from the DataFrame (apart from the provenance line)
@@ -124,3 +127,47 @@ def test_shipped_reported_renders_without_nan(metric):
     md = render_markdown(cmp, reported[(reported["dataset"] == "MNIST") & (reported["source"] != "paper")],
                          "caption", metric)
     assert "nan" not in md and ("Reported by others" in md) == (metric == "unlabeled")
+
+
+def test_runs_are_grouped_by_noise_model(tmp_path):
+    """Runs of another noise model than the paper's (uniform) get their own tables, with no paper column;
+    the paper's tables and summary.csv keep uniform runs only; a missing ``noise`` means uniform."""
+    uniform = fake_runs()                       # no noise column at all: an old runs table
+    pairwise = fake_runs().assign(noise="pairwise", acc_unlabeled=lambda d: d["acc_unlabeled"] - 0.10)
+    runs = pd.concat([uniform.assign(noise=np.nan), pairwise], ignore_index=True)
+    agg = aggregate(runs)
+    assert sorted(set(agg["noise_model"])) == ["pairwise", "uniform"] and len(agg) == 4
+    assert aggregate(uniform)["noise_model"].tolist() == ["uniform", "uniform"]
+    out = tmp_path / "tables"
+    write_tables(runs, fake_reported(), out)
+    names = sorted(p.name for p in out.iterdir())
+    assert "table2c_mnist_pairwise_unlabeled.md" in names and "table2d_mnist_pairwise_labeled.tex" in names
+    assert "summary_pairwise.csv" in names and "summary.csv" in names
+    # the paper's table is exactly what uniform runs alone give
+    alone = tmp_path / "alone"
+    write_tables(uniform, fake_reported(), alone)
+    for name in ("table2a_mnist_unlabeled.md", "table2a_mnist_unlabeled.csv", "table2b_mnist_labeled.tex",
+                 "summary.csv"):
+        assert (out / name).read_text() == (alone / name).read_text(), name
+    md = (out / "table2c_mnist_pairwise_unlabeled.md").read_text()
+    assert "pairwise noise" in md and "paper" not in md.split("\n", 3)[3] and "Reported by others" not in md
+    assert "| 0% | 83.00 ± 1.00 (n=2) |" in md and "| 15% | 75.00 ± 1.00 (n=2) |" in md
+    csv = pd.read_csv(out / "table2c_mnist_pairwise_unlabeled.csv")
+    assert list(csv.columns) == ["noise", "method", "n_seeds", "ours_mean", "ours_sd"]
+    assert pd.read_csv(out / "summary_pairwise.csv")["unlabeled_mean"].tolist() == [83.0, 75.0]
+
+
+def test_collect_records_the_noise_model(tmp_path):
+    import json
+
+    from lgcexp.tables import RUN_COLUMNS, collect
+
+    assert "chosen_alpha" not in RUN_COLUMNS and RUN_COLUMNS.index("noise") == RUN_COLUMNS.index("noise_rate") - 1
+    for i, model in enumerate([None, "pairwise"]):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        rec = {"dataset": "isolet", "algo": "lgc", "noise_rate": 0.2, "seed": 0, "acc_unlabeled": 0.8,
+               "acc_labeled": 0.8, "config_hash": f"h{i}", **({"noise": model} if model else {})}
+        (d / "result.json").write_text(json.dumps(rec))
+    runs, _ = collect(tmp_path)
+    assert dict(zip(runs["config_hash"], runs["noise"])) == {"h0": "uniform", "h1": "pairwise"}
