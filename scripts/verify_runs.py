@@ -34,6 +34,8 @@ def rerun(row: pd.Series, cache_dir: str, data_dir: str | None) -> dict:
                  f"paths.cache_dir={cache_dir}"]
     if isinstance(row.loss, str):
         overrides.append(f"loss={row.loss}")
+    if isinstance(row.get("noise"), str) and row["noise"] != "uniform":
+        overrides.append(f"noise={row['noise']}")
     if data_dir:
         overrides.append(f"paths.data_dir={data_dir}")
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
@@ -62,7 +64,8 @@ def main() -> int:
     runs = pd.read_csv(args.runs)
     runs = runs[runs["dataset"].isin(args.datasets)]
     if not args.all:
-        groups = list(runs.groupby(["dataset", "method", "noise_rate"], sort=True))
+        keys = ["dataset", "method", "noise_rate"] + (["noise"] if "noise" in runs else [])
+        groups = list(runs.groupby(keys, sort=True))
         picks = [g.sample(1, random_state=args.seed + i) for i, (_, g) in enumerate(groups)]
         runs = pd.concat(picks).sample(frac=1.0, random_state=args.seed).head(args.n)
     lines = ["| dataset | method | noise | seed | field | recorded | rerun | equal |", "|---|---|---|---|---|---|---|---|"]
