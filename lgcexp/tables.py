@@ -351,6 +351,18 @@ def _report(a: argparse.Namespace, runs: pd.DataFrame, reported: pd.DataFrame, p
     return write_report(runs, reported, Path(a.out), provenance, root=root)
 
 
+def merge_runs(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (config hash) from two runs tables; ``new`` wins. Old rows without a noise model
+    were uniform noise."""
+    if "noise" not in old:
+        old = old.assign(noise="uniform")
+    old = old[~old["config_hash"].isin(set(new["config_hash"]))]
+    both = pd.concat([old, new], ignore_index=True)
+    cols = [c for c in RUN_COLUMNS if c in both] + [c for c in both if c not in RUN_COLUMNS]
+    keys = [k for k in ("dataset", "noise", "method", "noise_rate", "seed") if k in both]
+    return both[cols].sort_values(keys).reset_index(drop=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lgcexp-tables", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default="results/runs", help="directory holding run directories (result.json)")
@@ -361,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reported", default=None,
                     help="the paper's reported numbers (CSV); default: the copy shipped in the package")
     ap.add_argument("--command", default=None, help="the command to quote as provenance")
+    ap.add_argument("--merge", action="store_true",
+                    help="add the runs under --root to the existing --runs-csv (a run already there, by config hash, "
+                         "is replaced) instead of overwriting it; for sweeps run in several places")
     ap.add_argument("--no-report", action="store_true",
                     help="tables only: skip the figures and REPORT.md (lgcexp/report.py)")
     a = ap.parse_args(argv)
@@ -389,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     runs, fails = collect(root)
+    if a.merge and Path(a.runs_csv).is_file():
+        runs = merge_runs(pd.read_csv(a.runs_csv), runs)
     atomic_write_text(Path(a.runs_csv), runs.to_csv(index=False))
     provenance = provenance_line(a.command)
     written = write_tables(runs, reported, Path(a.out), provenance)

@@ -171,3 +171,18 @@ def test_collect_records_the_noise_model(tmp_path):
         (d / "result.json").write_text(json.dumps(rec))
     runs, _ = collect(tmp_path)
     assert dict(zip(runs["config_hash"], runs["noise"])) == {"h0": "uniform", "h1": "pairwise"}
+
+
+def test_merge_runs_keeps_one_row_per_config_hash_and_the_new_one_wins():
+    from lgcexp.tables import merge_runs
+
+    old = pd.DataFrame({"dataset": ["isolet", "isolet"], "method": ["LGC", "LGC"], "noise_rate": [0.0, 0.2],
+                        "seed": [0, 0], "acc_unlabeled": [0.8, 0.7], "acc_labeled": [1.0, 0.8],
+                        "config_hash": ["a", "b"]})
+    new = pd.DataFrame({"dataset": ["isolet", "isolet"], "method": ["LGC", "LGC"], "noise": ["uniform", "pairwise"],
+                        "noise_rate": [0.2, 0.2], "seed": [0, 0], "acc_unlabeled": [0.75, 0.6],
+                        "acc_labeled": [0.8, 0.8], "config_hash": ["b", "c"]})
+    m = merge_runs(old, new)
+    assert sorted(m["config_hash"]) == ["a", "b", "c"]
+    assert m.set_index("config_hash").loc["b", "acc_unlabeled"] == 0.75  # the new run replaces the old record
+    assert m.set_index("config_hash").loc["a", "noise"] == "uniform"      # old records were uniform noise
