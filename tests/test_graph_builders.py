@@ -1,4 +1,5 @@
 """Graph builders (graph=knn, knn_approx, precomputed), kernels, their parameter tables and yaml files."""
+import json
 from pathlib import Path
 
 import numpy as np
@@ -381,3 +382,25 @@ def test_precomputed_bad_values_one_line(overrides, msg):
     with pytest.raises(UserError) as e:
         plan(make_cfg("graph=precomputed", *overrides))
     assert str(e.value) == msg
+
+
+@pytest.mark.parametrize("index", ["hnsw", "ivf"])
+def test_knn_approx_recall_on_isolet_in_result_json(tmp_path, data_dir, index):
+    """The default approximate index reaches recall@k >= 0.95 on ISOLET, measured and recorded."""
+    from helpers import make_cfg
+    from lgcexp.pipeline import run
+
+    r = run(make_cfg("dataset=isolet", "graph=knn_approx", f"graph.index={index}", f"paths.data_dir={data_dir}",
+                     tmp=tmp_path), out_dir=tmp_path / "run")
+    assert r["graph"]["builder"] == "knn_approx" and r["graph"]["recall_queries"] >= 1000
+    assert r["graph"]["recall_at_k"] >= 0.95
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["graph"]["recall_at_k"] == r["graph"]["recall_at_k"]
+
+
+@pytest.mark.mnist
+def test_knn_approx_recall_on_mnist(tmp_path, data_dir):
+    from helpers import make_cfg
+    from lgcexp.pipeline import run
+
+    r = run(make_cfg("dataset=mnist", "graph=knn_approx", f"paths.data_dir={data_dir}", tmp=tmp_path))
+    assert r["graph"]["recall_at_k"] >= 0.95
