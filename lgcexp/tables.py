@@ -42,6 +42,7 @@ METHOD_NAMES = {
     ("autoL", "xent"): "LGC_LVO_AutoL (XENT)",
     ("autoL", "ce"): "LGC_LVO_AutoL (CE)",
     ("autoL", "mae"): "LGC_LVO_AutoL (MAE)",
+    ("auto", None): "LGC_LVO_Auto",
 }
 
 #: the paper's tables: (file stem, dataset, metric, caption)

@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 SELECTS = ("acc", "mae", "mse", "ce")
 LOSSES = ("mae", "mse", "ce")
 SEARCHES = ("grid", "gradient")
+LOOS = ("spectral", "exact")
 CURVE_COLUMNS = ("mae", "mse", "ce", "loo_acc")
 #: the paper's Figure 2 colours (matplotlib's default cycle, docs/fidelity.md#autod-grid)
 COLORS = {"mae": "tab:orange", "mse": "tab:blue", "ce": "tab:green", "loo_acc": "tab:red",
@@ -125,6 +126,58 @@ class SpectralLOO:
         if remove_diag:
             s = lt @ self.U_L2.T                                        # (A, l)
             G = G - s[:, :, None] * self.Y_L[None]
+        return G
+
+
+class ExactLOO:
+    """The same pieces as :class:`SpectralLOO` without truncation, for a fixed list of alphas
+    (``algo.params.loo=exact``): ``P = (I - alpha S)^-1`` solved by multi-shift conjugate gradient
+    (:func:`lgcexp.algorithms.autol.propagation_submatrices`, one Krylov space for every alpha):
+
+    - ``s_i = P_ii`` from the l indicator columns, keeping only each column's own labelled entry;
+    - ``G = P_LL Y_L = (P Y)_L`` from the c columns of ``Y`` (one-hot at the labelled rows, 0 elsewhere).
+
+    ``H_raw`` answers only for the alphas it was built with (the grid); ``tol`` is CG's relative residual.
+    """
+
+    def __init__(self, S, labeled: np.ndarray, Y_L: np.ndarray, alphas, *, tol: float = 1e-6,
+                 dtype: str = "float64"):
+        from ..linalg import multishift_cg
+        from .autol import propagation_submatrices
+
+        t0 = time.perf_counter()
+        labeled = np.asarray(labeled, dtype=np.int64)
+        self.alphas = np.asarray(alphas, dtype=np.float64).ravel()
+        self.Y_L = np.asarray(Y_L, dtype=np.float64)
+        diags, st = propagation_submatrices(S, labeled, self.alphas, tol=tol, dtype=dtype, diagonal_only=True,
+                                            scale=False)
+        Y = np.zeros((S.shape[0], self.Y_L.shape[1]), dtype=np.dtype(dtype))
+        Y[labeled] = self.Y_L
+        Gs, it, rel = multishift_cg(S, Y, self.alphas, lambda M: M[labeled], tol=tol)
+        self.s = np.array(diags)                       # (A, l)
+        self.G = np.array(Gs)                          # (A, l, c)
+        self.stats = {"seconds": time.perf_counter() - t0, "iterations": max(st["iterations"], it),
+                      "residual": max(st["residual"], rel)}
+
+    @property
+    def l(self) -> int:
+        return self.Y_L.shape[0]
+
+    def _index(self, alphas) -> np.ndarray:
+        a = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+        idx = np.array([int(np.argmin(np.abs(self.alphas - v))) for v in a])
+        if not np.allclose(self.alphas[idx], a, rtol=0, atol=1e-12):
+            raise ValueError("ExactLOO answers only for the alphas it was built with")
+        return idx
+
+    def self_influence(self, alphas) -> np.ndarray:
+        return self.s[self._index(alphas)]
+
+    def H_raw(self, alphas, remove_diag: bool = True) -> np.ndarray:
+        idx = self._index(alphas)
+        G = self.G[idx]
+        if remove_diag:
+            G = G - self.s[idx][:, :, None] * self.Y_L[None]
         return G
 
 
@@ -263,6 +316,8 @@ class AutoD(GraphSSLAlgorithm):
 
     _parameter_constraints = {
         "p": [positive("int")],
+        "loo": [Options(LOOS)],
+        "loo_tol": [positive()],
         "remove_diag": [Boolean()],
         "search": [Options(SEARCHES)],
         "select": [Options(SELECTS)],
@@ -279,11 +334,13 @@ class AutoD(GraphSSLAlgorithm):
         "maxiter": [positive("int")],
     }
 
-    def __init__(self, p: int = 300, remove_diag: bool = True, search: str = "grid", select: str = "acc",
+    def __init__(self, p: int = 300, loo: str = "spectral", loo_tol: float = 1e-6, remove_diag: bool = True, search: str = "grid", select: str = "acc",
                  loss: str = "ce", x_min: float = 1.0, x_max: float = 100.0, x_step: float = 1.0,
                  x0: float | str = 10.0, lr: float = 0.05, steps: int = 300, eps: float = 1e-7,
                  smoothing: float = 0.01, tol: float = 1e-10, maxiter: int = 10_000):
         self.p = p
+        self.loo = loo
+        self.loo_tol = loo_tol
         self.remove_diag = remove_diag
         self.search = search
         self.select = select
@@ -304,13 +361,16 @@ class AutoD(GraphSSLAlgorithm):
         if params["x_max"] < params["x_min"]:
             raise UserError(f"{prefix}x_max={fmt_value(params['x_max'])} is not allowed: the x range is empty; "
                             f"it must be >= {prefix}x_min ({fmt_value(params['x_min'])})")
+        if params.get("loo") == "exact" and params["search"] == "gradient":
+            raise UserError(f"{prefix}search=gradient is not allowed with {prefix}loo=exact: the exact leave-one-out "
+                            "is computed on the grid; use search=grid")
         x0 = params["x0"]
         if params["search"] == "gradient" and x0 != "grid" and not params["x_min"] <= x0 <= params["x_max"]:
             raise UserError(f"{prefix}x0={fmt_value(x0)} is not allowed: the gradient start must be grid or lie in "
                             f"[x_min, x_max] = [{params['x_min']:g}, {params['x_max']:g}]")
 
     def required_eigenpairs(self) -> int:
-        return self.p
+        return self.p if self.loo == "spectral" else 0
 
     @property
     def objective(self) -> str:
@@ -321,6 +381,8 @@ class AutoD(GraphSSLAlgorithm):
     def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
         """Checks that need the data size (run by the pipeline right after loading, and by ``fit``)."""
         prefix = self.config_prefix if prefix is None else prefix
+        if self.loo == "exact":
+            return
         if self.p >= n:
             raise UserError(f"{prefix}p={self.p} is not allowed: it must be less than the number of points ({n})")
         if self.p < n_classes:
@@ -329,20 +391,27 @@ class AutoD(GraphSSLAlgorithm):
     # ---------------------------------------------------------------------------------------------------------
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         n = graph.n
-        if eig is None:
-            from ..spectral import laplacian_eigenpairs
-
-            eig, _ = laplacian_eigenpairs(graph, self.p, progress=progress)
-        if eig.vectors.shape[0] != n:
-            raise ValueError(f"eigenpairs are for {eig.vectors.shape[0]} points, the graph has {n}")
-        if eig.p < self.p:
-            raise ValueError(f"{eig.p} eigenpairs given, algo.p={self.p} needed")
-        eig = eig.head(self.p)
         Y_L = one_hot(y_labeled, n_classes)
-
-        t0 = time.perf_counter()
-        sl = SpectralLOO(eig.values, eig.vectors[labeled], Y_L)
         xs = x_grid(self.x_min, self.x_max, self.x_step)
+        t0 = time.perf_counter()
+        loo_info: dict[str, Any] = {"loo": self.loo}
+        if self.loo == "exact":
+            sl = ExactLOO(graph.S, labeled, Y_L, alpha_of_x(xs), tol=self.loo_tol)
+            loo_info.update({"loo_seconds": round(sl.stats["seconds"], 4), "loo_iterations": sl.stats["iterations"],
+                             "loo_residual": sl.stats["residual"]})
+            U, p_used = None, 0
+        else:
+            if eig is None:
+                from ..spectral import laplacian_eigenpairs
+
+                eig, _ = laplacian_eigenpairs(graph, self.p, progress=progress)
+            if eig.vectors.shape[0] != n:
+                raise ValueError(f"eigenpairs are for {eig.vectors.shape[0]} points, the graph has {n}")
+            if eig.p < self.p:
+                raise ValueError(f"{eig.p} eigenpairs given, algo.p={self.p} needed")
+            eig = eig.head(self.p)
+            sl = SpectralLOO(eig.values, eig.vectors[labeled], Y_L)
+            U, p_used = eig.vectors, int(eig.p)
         curves = {rd: loo_curves(sl, xs, rd, self.eps, self.smoothing) for rd in (True, False)}
         mine = curves[self.remove_diag]
         sweep_seconds = time.perf_counter() - t0
@@ -378,10 +447,10 @@ class AutoD(GraphSSLAlgorithm):
         self.alpha_, self.x_ = alpha, x_best
         self.xs_ = xs
         self.curves_ = curves
-        self._sl, self._U, self._labeled = sl, eig.vectors, np.asarray(labeled)
+        self._sl, self._U, self._labeled = sl, U, np.asarray(labeled)
         self.info_.update({
             "alpha": alpha, "x": x_best, "search": self.search, "select": self.select,
-            "selection_loss": self.objective, "remove_diag": self.remove_diag, "p_used": int(eig.p),
+            "selection_loss": self.objective, "remove_diag": self.remove_diag, "p_used": p_used, **loo_info,
             "loo_acc": at["loo_acc"], "loo_mae": at["mae"], "loo_mse": at["mse"], "loo_ce": at["ce"],
             "lgc_labeled_acc_observed": float(np.mean(self.scores_[labeled].argmax(1) == y_labeled)),
             "sweep_seconds": round(sweep_seconds, 4), "n_grid": int(xs.size),
@@ -401,7 +470,7 @@ class AutoD(GraphSSLAlgorithm):
         for rd, suffix in ((True, "rd"), (False, "nd")):
             for k in CURVE_COLUMNS:
                 table[f"{k}_{suffix}"] = self.curves_[rd][k]
-        if y_true is not None:
+        if y_true is not None and self._U is not None:
             unl = np.ones(self._U.shape[0], dtype=bool)
             unl[self._labeled] = False
             rows = np.flatnonzero(unl)

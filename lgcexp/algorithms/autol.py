@@ -100,6 +100,29 @@ def _power_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, t: int) -> np
     return F
 
 
+def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: int | None,
+                     reorder: bool) -> tuple[sp.csr_matrix, np.ndarray, int]:
+    """S in ``dt`` (renumbered by reverse Cuthill-McKee with ``reorder``), the labelled rows in that
+    numbering, and the number of right-hand sides per block (about 4 MiB of working set per array)."""
+    n = S.shape[0]
+    l = labeled.size
+    Sd = sp.csr_matrix(S, dtype=dt)
+    if reorder and n > 1:
+        # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
+        perm = sp.csgraph.reverse_cuthill_mckee(Sd, symmetric_mode=True)
+        Sd = Sd[perm][:, perm].tocsr()
+        Sd.sort_indices()
+        pos = np.empty(n, dtype=np.int64)
+        pos[perm] = np.arange(n)
+        rows = pos[labeled]
+    else:
+        rows = labeled
+    if block is None:
+        block = int(np.clip(_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 256))
+    block = max(1, min(int(block), max(l, 1)))
+    return Sd, rows, block
+
+
 def propagation_submatrix(
     S: sp.spmatrix,
     labeled: np.ndarray,
@@ -130,20 +153,7 @@ def propagation_submatrix(
     n = S.shape[0]
     l = labeled.size
     dt = np.dtype(dtype)
-    Sd = sp.csr_matrix(S, dtype=dt)
-    if reorder and n > 1:
-        # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
-        perm = sp.csgraph.reverse_cuthill_mckee(Sd, symmetric_mode=True)
-        Sd = Sd[perm][:, perm].tocsr()
-        Sd.sort_indices()
-        pos = np.empty(n, dtype=np.int64)
-        pos[perm] = np.arange(n)
-        rows = pos[labeled]
-    else:
-        rows = labeled
-    if block is None:
-        block = int(np.clip(_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 256))
-    block = max(1, min(int(block), max(l, 1)))
+    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder)
     P = np.zeros((l, l))
     iters, resid = 0, 0.0
     starts = range(0, l, block)
@@ -174,6 +184,60 @@ def propagation_submatrix(
         np.maximum(P, 0.0, out=P)
     stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block}
     return P, stats
+
+
+def propagation_submatrices(
+    S: sp.spmatrix,
+    labeled: np.ndarray,
+    alphas,
+    *,
+    tol: float = 1e-6,
+    maxiter: int = 10_000,
+    dtype: str = "float64",
+    block: int | None = None,
+    reorder: bool = True,
+    diagonal_only: bool = False,
+    scale: bool = True,
+) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """``P_LL`` for every alpha in ``alphas`` from one Krylov space (multi-shift CG,
+    :func:`lgcexp.linalg.multishift_cg`): the same matrices :func:`propagation_submatrix` (``solver='cg'``)
+    gives one alpha at a time, to the same per-column relative residual ``tol`` (of the largest alpha's
+    system; the others' residuals are smaller), for the sparse products of the largest alpha only.
+
+    ``scale=False`` leaves out the factor ``1 - alpha`` (``(I - alpha S)^-1`` itself, AutoD's P);
+    ``diagonal_only`` returns the diagonals ``P_ii`` (l,) instead of the l x l blocks. Tiny negative
+    round-off entries are set to 0, as in :func:`propagation_submatrix`.
+    Returns (list in the order of ``alphas``, stats ``seconds``, ``iterations``, ``residual``, ``block``).
+    """
+    from ..linalg import multishift_cg
+
+    t0 = time.perf_counter()
+    labeled = np.asarray(labeled, dtype=np.int64)
+    n, l = S.shape[0], labeled.size
+    alphas = np.asarray(alphas, dtype=np.float64).ravel()
+    dt = np.dtype(dtype)
+    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder)
+    out = [np.zeros(l) if diagonal_only else np.zeros((l, l)) for _ in alphas]
+    iters, resid = 0, 0.0
+    for s0 in range(0, l, block):
+        cols = np.arange(s0, min(l, s0 + block))
+        E = np.zeros((n, cols.size), dtype=dt)
+        E[rows[cols], np.arange(cols.size)] = 1.0
+        r_c = rows[cols]
+        pick = (lambda M, r=r_c: M[r, np.arange(r.size)]) if diagonal_only else (lambda M: M[rows])
+        Xs, it, rel = multishift_cg(Sd, E, alphas, pick, tol=tol, maxiter=maxiter)
+        iters, resid = max(iters, it), max(resid, rel)
+        for k, X in enumerate(Xs):
+            if diagonal_only:
+                out[k][cols] = X
+            else:
+                out[k][:, cols] = X
+    for k, a in enumerate(alphas):
+        if scale:
+            out[k] *= 1.0 - a
+        np.maximum(out[k], 0.0, out=out[k])
+    stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block}
+    return out, stats
 
 
 def loo_matrix(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,6 +281,12 @@ class LooModel:
     forms exist for tests and the benchmark; all three compute the same function.
 
     ``row_weight``: per-row weights of the loss mean (isolated labelled points get 0).
+
+    Batched (``A`` of shape (K, l, l), ``form='fast'`` only): K independent problems on the same labels
+    (one per alpha, :mod:`lgcexp.algorithms.auto`), weights (K, l), logits (K, l, c). ``loss`` is the sum of
+    the K losses, so its gradient with respect to problem k's weights is that of problem k's loss alone and
+    Adam (per coordinate) runs the K optimisations independently in one compiled loop; ``losses`` gives them
+    one by one.
     """
 
     FORMS = ("fast", "dense", "dense_diag")
@@ -233,7 +303,10 @@ class LooModel:
         np_dt = np.dtype(dtype)
         A = np.asarray(A, dtype=np.float64)
         y = np.asarray(y, dtype=np.int64)
-        self.l, self.c = A.shape[0], int(n_classes)
+        self.batch = A.shape[0] if A.ndim == 3 else None
+        if self.batch is not None and form != "fast":
+            raise ValueError("a batched LooModel (A of shape (K, l, l)) needs form='fast'")
+        self.l, self.c = A.shape[-1], int(n_classes)
         B = one_hot(y, self.c)
         self.B = tf.constant(B.astype(np_dt))
         self.logB = tf.constant(np.log(B + LOG_EPS).astype(np_dt))
@@ -244,8 +317,12 @@ class LooModel:
         if form == "fast":
             # A3[k, j, :] = column member_j(k) of A  (zero for padding)
             cols = np.where(self.pad_mask, self.members, 0)
-            A3 = A.T[cols]  # (c, m, l)
-            A3[~self.pad_mask] = 0.0
+            if self.batch is None:
+                A3 = A.T[cols]  # (c, m, l)
+                A3[~self.pad_mask] = 0.0
+            else:
+                A3 = np.swapaxes(A, 1, 2)[:, cols]  # (K, c, m, l)
+                A3[:, ~self.pad_mask] = 0.0
             self.A3 = tf.constant(np.ascontiguousarray(A3, dtype=np_dt))
         else:
             self.A = tf.constant(A.astype(np_dt))
@@ -255,6 +332,11 @@ class LooModel:
         omega = np.asarray(omega, dtype=np.float64)
         if self.form != "fast":
             return omega.copy()
+        if self.batch is not None:
+            omega = np.broadcast_to(omega, (self.batch, self.l))
+            W = np.zeros((self.batch,) + self.members.shape)
+            W[:, self.pad_mask] = omega[:, self.members[self.pad_mask]]
+            return W
         W = np.zeros(self.members.shape)
         W[self.pad_mask] = omega[self.members[self.pad_mask]]
         return W
@@ -263,6 +345,10 @@ class LooModel:
         W = np.asarray(W, dtype=np.float64)
         if self.form != "fast":
             return W.copy()
+        if self.batch is not None:
+            omega = np.zeros((self.batch, self.l))
+            omega[:, self.members[self.pad_mask]] = W[:, self.pad_mask]
+            return omega
         omega = np.zeros(self.l)
         omega[self.members[self.pad_mask]] = W[self.pad_mask]
         return omega
@@ -272,7 +358,7 @@ class LooModel:
         tf = self.tf
         w = tf.maximum(W, tf.zeros_like(W))
         if self.form == "fast":
-            return tf.transpose(tf.linalg.matvec(self.A3, w, transpose_a=True))
+            return tf.linalg.matrix_transpose(tf.linalg.matvec(self.A3, w, transpose_a=True))
         if self.form == "dense":
             return tf.matmul(self.A, w[:, None] * self.B)
         return tf.matmul(tf.matmul(self.A, tf.linalg.diag(w)), self.B)
@@ -282,21 +368,26 @@ class LooModel:
         tf = self.tf
         Z = self.logits(W)
         if self.normalize == "softmax":
-            return tf.nn.softmax(Z, axis=1)
-        return tf.math.divide_no_nan(Z, tf.reduce_sum(Z, axis=1, keepdims=True))
+            return tf.nn.softmax(Z, axis=-1)
+        return tf.math.divide_no_nan(Z, tf.reduce_sum(Z, axis=-1, keepdims=True))
 
-    def loss(self, W):
+    def losses(self, W):
+        """The loss of each problem: a scalar, or (K,) when batched."""
         tf = self.tf
         Q = self.probs(W)
         if self.loss_name == "xent":  # reverse cross-entropy, as the authors' code (docs/fidelity.md#autol-loss)
-            per_row = -tf.reduce_sum(Q * self.logB, axis=1)
+            per_row = -tf.reduce_sum(Q * self.logB, axis=-1)
         elif self.loss_name == "ce":
-            per_row = -tf.reduce_sum(self.B * tf.math.log(Q + LOG_EPS), axis=1)
+            per_row = -tf.reduce_sum(self.B * tf.math.log(Q + LOG_EPS), axis=-1)
         elif self.loss_name == "mse":
-            per_row = tf.reduce_sum(tf.square(Q - self.B), axis=1)
+            per_row = tf.reduce_sum(tf.square(Q - self.B), axis=-1)
         else:
-            per_row = tf.reduce_sum(tf.abs(Q - self.B), axis=1)
-        return tf.reduce_sum(self.row_w * per_row)
+            per_row = tf.reduce_sum(tf.abs(Q - self.B), axis=-1)
+        return tf.reduce_sum(self.row_w * per_row, axis=-1)
+
+    def loss(self, W):
+        """The objective: the loss, or the sum of the K losses when batched."""
+        return self.tf.reduce_sum(self.losses(W))
 
     def loss_and_grad(self, omega: np.ndarray) -> tuple[float, np.ndarray]:
         """Loss and its TensorFlow gradient with respect to omega (l,), eagerly (for checks)."""
@@ -342,7 +433,7 @@ def optimize_weights(
     """
     tf = model.tf
     dt = model.dtype
-    omega0 = np.ones(model.l) if omega0 is None else np.asarray(omega0, dtype=np.float64)
+    omega0 = np.ones(model.l) if omega0 is None else np.asarray(omega0, dtype=np.float64)  # broadcast when batched
     W = tf.Variable(model.pack(omega0).astype(dt.as_numpy_dtype), name="omega")
     m = tf.Variable(tf.zeros_like(W), name="adam_m")
     v = tf.Variable(tf.zeros_like(W), name="adam_v")
@@ -394,6 +485,9 @@ def optimize_weights(
     omega = model.unpack(W.numpy())
     stats = {"loss_initial": loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
              "first_block_seconds": compile_s, "steps": int(steps)}
+    if model.batch is not None:  # the K problems' own losses (K,)
+        stats["losses_initial"] = model.losses(tf.constant(model.pack(omega0).astype(dt.as_numpy_dtype))).numpy()
+        stats["losses_final"] = model.losses(W).numpy()
     return omega, stats
 
 
@@ -411,6 +505,68 @@ def _check_pll_arrays(a: dict[str, np.ndarray], l: int) -> str | None:
     if not np.all(np.isfinite(a["P"])):
         return "P_LL has non-finite entries"
     return None
+
+
+def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = None, *, solver: str = "cg",
+                       tol: float = 1e-6, maxiter: int = 10_000, t: int = 1000, dtype: str = "float32",
+                       progress: bool = False) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """P_LL for each alpha, each from the on-disk cache (kind ``pll``, one entry per alpha) when one is
+    given. The missing ones are computed together: one alpha by :func:`propagation_submatrix`, several
+    (``solver='cg'``) by multi-shift CG, :func:`propagation_submatrices`, whose results meet the same
+    per-column residual ``tol`` and are stored under the same keys.
+    Returns (list of P_LL in the order of ``alphas``, stats: ``seconds``, ``iterations``, ``residual``
+    (worst over the alphas), ``cache_hits``)."""
+    import hashlib
+
+    from ..cache import stable_hash
+
+    labeled = np.asarray(labeled, dtype=np.int64)
+    alphas = [float(a) for a in np.atleast_1d(alphas)]
+    l = labeled.size
+    lab_hash = hashlib.sha256(labeled.tobytes()).hexdigest()
+
+    def key(a: float) -> str:
+        return stable_hash({"graph": graph.key, "labeled": lab_hash, "alpha": a, "solver": solver, "tol": tol,
+                            "t": t, "dtype": dtype, "v": 1})
+
+    def validate(arr: dict[str, np.ndarray]) -> str | None:
+        return _check_pll_arrays(arr, l)
+
+    found: dict[int, dict[str, np.ndarray]] = {}
+    if cache is not None:
+        for i, a in enumerate(alphas):
+            arr = cache.load("pll", key(a), validate)
+            if arr is not None:
+                found[i] = arr
+    missing = [i for i in range(len(alphas)) if i not in found]
+    if len(missing) == 1 or (missing and solver != "cg"):
+        for i in missing:
+            def compute(a=alphas[i]) -> dict[str, np.ndarray]:
+                P, st = propagation_submatrix(graph.S, labeled, a, solver=solver, tol=tol, maxiter=maxiter, t=t,
+                                              dtype=dtype, progress=progress)
+                return {"P": P, "seconds": np.array(st["seconds"]), "iterations": np.array(st["iterations"]),
+                        "residual": np.array(st["residual"])}
+
+            if cache is None:
+                found[i] = compute()
+            else:
+                found[i], hit = cache.get_or_compute("pll", key(alphas[i]), compute, validate=validate)
+                if hit:
+                    missing.remove(i)
+    elif missing:
+        Ps, st = propagation_submatrices(graph.S, labeled, [alphas[i] for i in missing], tol=tol, maxiter=maxiter,
+                                         dtype=dtype)
+        for i, P in zip(missing, Ps):
+            found[i] = {"P": P, "seconds": np.array(st["seconds"] / len(missing)),
+                        "iterations": np.array(st["iterations"]), "residual": np.array(st["residual"])}
+            if cache is not None:
+                cache.store("pll", key(alphas[i]), found[i])
+    arrays = [found[i] for i in range(len(alphas))]
+    stats = {"seconds": float(sum(float(a["seconds"]) for a in arrays)),
+             "iterations": int(max(int(a["iterations"]) for a in arrays)),
+             "residual": float(max(float(a["residual"]) for a in arrays)),
+             "cache_hits": len(alphas) - len(missing)}
+    return [np.asarray(a["P"], dtype=np.float64) for a in arrays], stats
 
 
 class AutoL(GraphSSLAlgorithm):
@@ -492,27 +648,10 @@ class AutoL(GraphSSLAlgorithm):
                                cache: Any = None) -> tuple[np.ndarray, dict]:
         """P_LL, from the on-disk cache when one is given: it depends on the graph, the labelled set and
         alpha, not on the labels, the noise or the loss, so a sweep computes it once per seed."""
-        from ..cache import stable_hash
-
-        def compute() -> dict[str, np.ndarray]:
-            P, st = propagation_submatrix(graph.S, labeled, self.alpha, solver=self.solver, tol=self.tol,
-                                          maxiter=self.maxiter, t=self.t, dtype=self.dtype, progress=progress)
-            return {"P": P, "seconds": np.array(st["seconds"]), "iterations": np.array(st["iterations"]),
-                    "residual": np.array(st["residual"])}
-
-        if cache is None:
-            arrays, hit = compute(), False
-        else:
-            import hashlib
-
-            key = stable_hash({"graph": graph.key, "labeled": hashlib.sha256(labeled.tobytes()).hexdigest(),
-                               "alpha": self.alpha, "solver": self.solver, "tol": self.tol, "t": self.t,
-                               "dtype": self.dtype, "v": 1})
-            l = labeled.size
-            arrays, hit = cache.get_or_compute("pll", key, compute, validate=lambda a: _check_pll_arrays(a, l))
-        stats = {"seconds": float(arrays["seconds"]), "iterations": int(arrays["iterations"]),
-                 "residual": float(arrays["residual"]), "cache_hit": hit}
-        return np.asarray(arrays["P"], dtype=np.float64), stats
+        Ps, stats = cached_submatrices(graph, labeled, [self.alpha], cache, solver=self.solver, tol=self.tol,
+                                       maxiter=self.maxiter, t=self.t, dtype=self.dtype, progress=progress)
+        stats["cache_hit"] = bool(stats.pop("cache_hits"))
+        return Ps[0], stats
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         l = labeled.size

@@ -1,0 +1,226 @@
+"""LGC_LVO_Auto (algo=auto) and AutoD's exact leave-one-out: multi-shift CG against dense inverses, the batched
+leave-one-out model against separate ones, the alpha step against a brute-force argmin, determinism, a
+one-point grid against AutoL, bad input."""
+import numpy as np
+import pytest
+
+from conftest import random_graph
+from lgcexp.algorithms import make_algorithm
+from lgcexp.algorithms.auto import Auto
+from lgcexp.algorithms.autod import AutoD, ExactLOO, alpha_of_x, loo_curves, x_grid
+from lgcexp.algorithms.autol import (AutoL, LooModel, cached_submatrices, loo_matrix, optimize_weights,
+                                     propagation_submatrices, propagation_submatrix)
+from lgcexp.cache import Cache
+from lgcexp.errors import UserError
+from lgcexp.linalg import multishift_cg
+
+XS = [2.0, 4.0, 8.0, 16.0]
+
+
+def dense_P(g, alpha):
+    return np.linalg.inv(np.eye(g.n) - alpha * g.S.toarray())
+
+
+def problem(n=70, l=24, c=3, seed=0, flips=4):
+    g, X = random_graph(n, 5, seed=seed)
+    rng = np.random.default_rng(seed)
+    labeled = np.sort(rng.choice(n, l, replace=False))
+    y_all = np.digitize(X[:, 0], np.quantile(X[:, 0], np.linspace(0, 1, c + 1)[1:-1]))
+    y = y_all[labeled].copy()
+    f = rng.choice(l, flips, replace=False)
+    y[f] = (y[f] + 1) % c
+    return g, labeled, y, y_all
+
+
+# ---------------------------------------------------------------- multi-shift CG
+
+
+def test_multishift_cg_equals_dense_inverse_for_every_alpha():
+    g, labeled, _, _ = problem()
+    n, l = g.n, labeled.size
+    E = np.zeros((n, l))
+    E[labeled, np.arange(l)] = 1.0
+    alphas = alpha_of_x([1.0, 3.0, 10.0, 100.0])
+    rows, it, rel = multishift_cg(g.S, E, alphas, lambda M: M[labeled], tol=1e-12)
+    diag, _, _ = multishift_cg(g.S, E, alphas, lambda M: M[labeled, np.arange(l)], tol=1e-12)
+    assert rel <= 1e-12 and it > 0
+    for a, R, d in zip(alphas, rows, diag):
+        P = dense_P(g, a)[np.ix_(labeled, labeled)]
+        np.testing.assert_allclose(R, P, rtol=0, atol=1e-9 * np.abs(P).max())
+        np.testing.assert_allclose(d, np.diag(P), rtol=1e-9)
+
+
+@pytest.mark.parametrize("reorder,block", [(True, None), (False, 7)])
+def test_propagation_submatrices_equal_dense_and_single_alpha(reorder, block):
+    g, labeled, _, _ = problem()
+    alphas = alpha_of_x(XS)
+    Ps, st = propagation_submatrices(g.S, labeled, alphas, tol=1e-11, reorder=reorder, block=block)
+    Ds, _ = propagation_submatrices(g.S, labeled, alphas, tol=1e-11, diagonal_only=True, scale=False)
+    for a, P, D in zip(alphas, Ps, Ds):
+        dense = dense_P(g, a)[np.ix_(labeled, labeled)]
+        np.testing.assert_allclose(P, (1 - a) * dense, atol=1e-9)
+        np.testing.assert_allclose(D, np.diag(dense), rtol=1e-8)
+        single, _ = propagation_submatrix(g.S, labeled, a, tol=1e-11)
+        np.testing.assert_allclose(P, single, atol=1e-9)
+    assert st["residual"] <= 1e-11
+
+
+def test_cached_submatrices_store_one_entry_per_alpha(tmp_path):
+    g, labeled, _, _ = problem()
+    cache = Cache(tmp_path)
+    alphas = alpha_of_x(XS)
+    P1, s1 = cached_submatrices(g, labeled, alphas, cache, dtype="float64", tol=1e-10)
+    P2, s2 = cached_submatrices(g, labeled, alphas[1:3], cache, dtype="float64", tol=1e-10)
+    assert s1["cache_hits"] == 0 and s2["cache_hits"] == 2
+    for a, b in zip(P1[1:3], P2):
+        np.testing.assert_array_equal(a, b)
+    assert len(list(tmp_path.glob("pll-*.npz"))) == len(XS)
+    # AutoL reads the same entry for its alpha
+    P3, s3 = cached_submatrices(g, labeled, [alphas[2]], cache, dtype="float64", tol=1e-10)
+    assert s3["cache_hits"] == 1
+
+
+# ---------------------------------------------------------------- batched leave-one-out model
+
+
+def test_batched_model_runs_independent_optimisations():
+    g, labeled, y, _ = problem()
+    alphas = alpha_of_x(XS[:3])
+    As = [loo_matrix((1 - a) * dense_P(g, a)[np.ix_(labeled, labeled)])[0] for a in alphas]
+    batched = LooModel(np.stack(As), y, 3, dtype="float64")
+    om_b, st_b = optimize_weights(batched, steps=60, lr=0.1, xla=False, chunk=25)
+    assert om_b.shape == (3, labeled.size)
+    for k, A in enumerate(As):
+        single = LooModel(A, y, 3, dtype="float64")
+        om, st = optimize_weights(single, steps=60, lr=0.1, xla=False, chunk=25)
+        np.testing.assert_allclose(om_b[k], om, rtol=1e-9, atol=1e-9)
+        assert st_b["losses_final"][k] == pytest.approx(st["loss_final"], rel=1e-9)
+        np.testing.assert_allclose(batched.predict(om_b)[k], single.predict(om), atol=1e-12)
+
+
+# ---------------------------------------------------------------- the algorithm
+
+
+def fit_auto(g, labeled, y, **kw):
+    params = dict(x_grid=XS, steps=200, search_steps=200, dtype="float64", xla=False, tol=1e-10)
+    params.update(kw)
+    return Auto(**params).fit(g, labeled, y, 3)
+
+
+def test_alpha_step_is_the_brute_force_argmin_over_the_grid():
+    g, labeled, y, _ = problem(seed=1)
+    m = fit_auto(g, labeled, y)
+    losses, omegas = [], []
+    for x in XS:  # AutoL's optimisation, one alpha at a time, on dense P_LL
+        a = float(alpha_of_x(x))
+        A, _ = loo_matrix((1 - a) * dense_P(g, a)[np.ix_(labeled, labeled)])
+        model = LooModel(A, y, 3, dtype="float64")
+        om, st = optimize_weights(model, steps=200, lr=0.7, xla=False)
+        losses.append(st["loss_final"])
+        omegas.append(om)
+    best = int(np.argmin(losses))
+    assert m.x_ == XS[best] and m.alpha_ == pytest.approx(float(alpha_of_x(XS[best])))
+    np.testing.assert_allclose(m.grid_["loss"], losses, rtol=1e-6)
+    np.testing.assert_allclose(m.omega_, omegas[best], rtol=1e-6, atol=1e-6)
+    assert m.info_["grid_loss"] == pytest.approx(losses, rel=1e-6)
+    assert m.info_["n_dropped"] == int((omegas[best] <= 0).sum()) == int(m.dropped_.sum())
+    for attr in ("omega_", "corrected_", "dropped_", "suspicion_", "lgc_labeled_pred_", "labeled_pred_"):
+        assert getattr(m, attr).shape[0] == labeled.size
+
+
+def test_one_point_grid_is_autol_at_that_alpha_with_its_readout():
+    g, labeled, y, _ = problem(seed=2)
+    mu = 0.25
+    alpha = 1 / (1 + mu)
+    x = float(-1 / np.log2(alpha))
+    auto = fit_auto(g, labeled, y, x_grid=[x], readout="soft")
+    autol = AutoL(mu=mu, steps=200, dtype="float64", xla=False, tol=1e-10, lgc_alpha=alpha).fit(g, labeled, y, 3)
+    np.testing.assert_allclose(auto.omega_, autol.omega_, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(auto.scores_, autol.scores_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(auto.labeled_pred_, autol.labeled_pred_)
+
+
+def test_kept_readout_uses_observed_labels_of_kept_points():
+    g, labeled, y, _ = problem(seed=3)
+    m = fit_auto(g, labeled, y)
+    from lgcexp.algorithms.lgc import lgc_propagate
+
+    B = np.eye(3)[y]
+    Y = np.zeros((g.n, 3))
+    Y[labeled] = np.where(m.dropped_[:, None], m.corrected_, B)
+    F, _ = lgc_propagate(g.S, Y, m.alpha_)
+    np.testing.assert_allclose(m.scores_, F, atol=1e-8)
+
+
+def test_deterministic():
+    g, labeled, y, _ = problem(seed=4)
+    a, b = fit_auto(g, labeled, y), fit_auto(g, labeled, y)
+    np.testing.assert_array_equal(a.omega_, b.omega_)
+    np.testing.assert_array_equal(a.scores_, b.scores_)
+    assert a.x_ == b.x_
+
+
+def test_toy_where_the_local_alpha_is_right():
+    """A path of 60 nodes, class 0 on the first half and 1 on the second, a label every 5 nodes. With a small
+    alpha a label's leave-one-out vote comes from its two nearest labelled neighbours, which (but at the
+    boundary) share its class; with alpha near 1 the votes flatten towards the global mix of the chain. So the
+    LOO loss at the learnt weights is lower at x = 1 than at x = 64, and auto picks x = 1."""
+    import scipy.sparse as sp
+
+    from lgcexp.graph import Graph
+
+    n = 60
+    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], shape=(n, n)).tocsr()
+    g = Graph(W=W, sigma=1.0, key="path60")
+    labeled = np.arange(0, n, 5)
+    y = (labeled >= 30).astype(int)
+    m = Auto(x_grid=[1.0, 64.0], steps=300, dtype="float64", xla=False, tol=1e-10).fit(g, labeled, y, 2)
+    assert m.grid_["loss"][0] < m.grid_["loss"][1]
+    assert m.x_ == 1.0
+    assert (m.predict()[:25] == 0).all() and (m.predict()[35:] == 1).all()
+
+
+@pytest.mark.parametrize("params,msg", [
+    ({"x_grid": [0.5, 2.0]}, "algo.params.x_grid=[0.5,2.0] is not allowed"),
+    ({"x_grid": []}, "algo.params.x_grid=[] is not allowed"),
+    ({"readout": "hard"}, "algo.params.readout=hard is not allowed"),
+    ({"steps": 0}, "algo.params.steps=0 is not allowed"),
+    ({"search_steps": 1.5}, "algo.params.search_steps=1.5 is not allowed"),
+    ({"xgrid": [2.0]}, "algo.params.xgrid is not a parameter of algo=auto"),
+])
+def test_bad_values_are_refused_in_one_line(params, msg):
+    with pytest.raises(UserError) as e:
+        make_algorithm("auto", params)
+    assert msg in str(e.value) and "\n" not in str(e.value)
+
+
+def test_auto_ignores_the_top_level_loss_option():
+    assert make_algorithm("auto", {}, loss="mse").loss == "xent"
+
+
+# ---------------------------------------------------------------- AutoD's exact leave-one-out
+
+
+def test_exact_loo_equals_dense_curves_and_autod_uses_it():
+    g, labeled, y, _ = problem(seed=5)
+    Y_L = np.eye(3)[y]
+    xs = x_grid(1.0, 20.0, 1.0)
+    ex = ExactLOO(g.S, labeled, Y_L, alpha_of_x(xs), tol=1e-11)
+    for a in alpha_of_x(xs)[[0, 7, 19]]:
+        P = dense_P(g, a)[np.ix_(labeled, labeled)]
+        H = P @ Y_L - np.diag(P)[:, None] * Y_L
+        np.testing.assert_allclose(ex.H_raw([a])[0], H, atol=1e-8)
+        np.testing.assert_allclose(ex.H_raw([a], remove_diag=False)[0], P @ Y_L, atol=1e-8)
+    with pytest.raises(ValueError):
+        ex.H_raw([0.123])
+    m = AutoD(loo="exact", x_max=20.0, loo_tol=1e-11).fit(g, labeled, y, 3)
+    assert m.required_eigenpairs() == 0 and m.info_["loo"] == "exact"
+    curves = loo_curves(ex, xs)
+    best = np.flatnonzero(curves["loo_acc"] >= curves["loo_acc"].max() - 1e-12)
+    assert m.x_ == xs[best[np.argmin(curves["ce"][best])]]
+
+
+def test_exact_loo_refuses_gradient_search():
+    with pytest.raises(UserError) as e:
+        make_algorithm("autoD", {"loo": "exact", "search": "gradient"})
+    assert "algo.params.search=gradient is not allowed with algo.params.loo=exact" in str(e.value)
