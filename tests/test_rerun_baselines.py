@@ -141,3 +141,47 @@ def test_rerun_columns_carry_the_papers_names():
     assert run_method_name(r("gfhf", cmn=False)) == "GFHF"
     assert run_method_name(r("gfhf", cmn=True)) == "GFHF + CMN"
     assert run_method_name(r("eigenfunction", "eigenfunction")) == "Eigenfunction*"
+    assert run_method_name(r("gtf")) == "GTF"
+
+
+# -- GTF ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("solver", ["cg", "lu"])
+def test_gtf_admm_reaches_the_brute_force_optimum(solver):
+    import scipy.sparse as sp
+
+    from lgcexp.algorithms.gtf import gtf_admm, incidence
+
+    rng = np.random.default_rng(0)
+    n = 12
+    A = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.4)
+    W = np.triu(A, 1)
+    W = W + W.T
+    D = incidence(sp.csr_matrix(W))
+    Dd = D.toarray()
+    assert np.allclose(np.abs(Dd).sum(), 2 * np.triu(W, 1).sum())  # ||D b||_1 = sum_{i<j} w_ij |b_i - b_j|
+    lab = np.array([0, 2, 3, 5, 7, 9])
+    y = rng.normal(size=(n, 1))
+    lam = 0.3
+    B, _ = gtf_admm(D, lab, y, lam, tol=1e-7, max_iter=20000, solver=solver)
+    f = lambda b: 0.5 * ((b[lab] - y[lab, 0]) ** 2).sum() + lam * np.abs(Dd @ b).sum()  # noqa: E731
+    # the same problem as a smooth one with slack variables t >= |D b|, by SLSQP
+    obj = lambda x: 0.5 * ((x[:n][lab] - y[lab, 0]) ** 2).sum() + lam * x[n:].sum()  # noqa: E731
+    cons = [{"type": "ineq", "fun": lambda x: x[n:] - Dd @ x[:n]}, {"type": "ineq", "fun": lambda x: x[n:] + Dd @ x[:n]}]
+    res = minimize(obj, np.concatenate([np.zeros(n), np.ones(D.shape[0])]), method="SLSQP", constraints=cons,
+                   options={"ftol": 1e-14, "maxiter": 2000})
+    assert f(B[:, 0]) == pytest.approx(res.fun, abs=1e-6)
+
+
+def test_gtf_classifies_and_refuses_an_anchor_graph(blobs):
+    from lgcexp.algorithms.gtf import GTF
+    from lgcexp.graph import build_graph
+
+    X, y = blobs
+    g, _ = build_graph(X, k=8, sigma="mean")
+    labeled = np.arange(0, y.size, 8)
+    m = GTF(lam=0.01).fit(g, labeled, y[labeled], 3)
+    assert (m.predict() == y).mean() > 0.95
+    ga, _ = AnchorGraphBuilder(n_anchors=10).build(X)
+    with pytest.raises(UserError, match="algo=gtf needs a graph with an explicit W"):
+        GTF().fit(ga, labeled, y[labeled], 3)

@@ -14,6 +14,7 @@ ALGORITHMS = Registry("algo", {
     "autoL": "lgcexp.algorithms.autol:AutoL",
     "autoD": "lgcexp.algorithms.autod:AutoD",
     "siis": "lgcexp.algorithms.siis:SIIS",
+    "gtf": "lgcexp.algorithms.gtf:GTF",
 })
 
 
