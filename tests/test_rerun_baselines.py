@@ -142,6 +142,7 @@ def test_rerun_columns_carry_the_papers_names():
     assert run_method_name(r("gfhf", cmn=True)) == "GFHF + CMN"
     assert run_method_name(r("eigenfunction", "eigenfunction")) == "Eigenfunction*"
     assert run_method_name(r("gtf")) == "GTF"
+    assert run_method_name(r("lssc", "anchor")) == "LSSC"
 
 
 # -- GTF ---------------------------------------------------------------------------------------------------------
@@ -185,3 +186,43 @@ def test_gtf_classifies_and_refuses_an_anchor_graph(blobs):
     ga, _ = AnchorGraphBuilder(n_anchors=10).build(X)
     with pytest.raises(UserError, match="algo=gtf needs a graph with an explicit W"):
         GTF().fit(ga, labeled, y[labeled], 3)
+
+
+# -- LSSC --------------------------------------------------------------------------------------------------------
+
+def test_lssc_admm_reaches_the_brute_force_optimum():
+    from lgcexp.algorithms.lssc import lssc_admm, reduced_laplacian
+
+    rng = np.random.default_rng(2)
+    n, m, l = 30, 5, 8
+    Z = rng.uniform(size=(n, m)) * (rng.uniform(size=(n, m)) < 0.6) + 1e-3
+    Z /= Z.sum(1, keepdims=True)
+    lamd = Z.sum(0)
+    Lr = reduced_laplacian(Z, lamd)
+    W = Z @ np.diag(1 / lamd) @ Z.T
+    assert np.allclose(Lr, Z.T @ (np.eye(n) - W) @ Z)  # the reduced Laplacian, against the dense product
+    ZL = Z[:l]
+    y = rng.normal(size=(l, 1))
+    lam = 0.5
+    A, _ = lssc_admm(ZL, y, Lr, lam, tol=1e-10, max_iter=200000)
+    f = lambda a: np.abs(ZL @ a - y[:, 0]).sum() + lam * a @ Lr @ a  # noqa: E731
+    obj = lambda x: x[m:].sum() + lam * x[:m] @ Lr @ x[:m]  # noqa: E731
+    cons = [{"type": "ineq", "fun": lambda x: x[m:] - (ZL @ x[:m] - y[:, 0])},
+            {"type": "ineq", "fun": lambda x: x[m:] + (ZL @ x[:m] - y[:, 0])}]
+    res = minimize(obj, np.concatenate([np.zeros(m), np.abs(y[:, 0]) + 1]), method="SLSQP", constraints=cons,
+                   options={"ftol": 1e-14, "maxiter": 5000})
+    assert f(A[:, 0]) == pytest.approx(res.fun, abs=1e-5)
+
+
+def test_lssc_classifies_on_an_anchor_graph(blobs):
+    from lgcexp.algorithms.lssc import LSSC
+
+    X, y = blobs
+    g, _ = AnchorGraphBuilder(n_anchors=24).build(X)
+    labeled = np.arange(0, y.size, 8)
+    yl = y[labeled].copy()
+    yl[:3] = (yl[:3] + 1) % 3  # three wrong labels
+    m = LSSC(lam=1.0).fit(g, labeled, yl, 3)
+    assert (m.predict() == y).mean() > 0.95
+    with pytest.raises(UserError, match="graph=anchor"):
+        LSSC().fit(EigenfunctionBuilder(k=3, n_pca=2).build(X)[0], labeled, yl, 3)

@@ -141,7 +141,7 @@ class EigenfunctionBuilder(GraphBuilder):
         "eps_scale": [positive()],
     }
 
-    def __init__(self, k: int = 50, n_pca: int = 50, n_bins: int = 50, eps_scale: float = 0.2):
+    def __init__(self, k: int = 100, n_pca: int = 50, n_bins: int = 50, eps_scale: float = 0.2):
         self.k = k
         self.n_pca = n_pca
         self.n_bins = n_bins
@@ -175,7 +175,7 @@ class Eigenfunction(GraphSSLAlgorithm):
     name = "eigenfunction"
     _parameter_constraints = {"lam": [positive()]}
 
-    def __init__(self, lam: float = 1000.0):
+    def __init__(self, lam: float = 10.0):
         self.lam = lam
 
     def _fit(self, graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
