@@ -71,7 +71,9 @@ SOURCES = {"paper": "the paper", "gong2017": "Gong et al. (2017)", "lu2015": "Lu
 #: the methods whose numbers it quotes from that source
 STAR_NOTES = {
     "lu2015": "Lu et al. (2015); those were computed on an anchor graph with graph parameters tuned by "
-              "cross-validation (paper, Experiment 2), not on the kNN graph used here",
+              "cross-validation (paper, Experiment 2), not on the kNN graph used here. A starred column with "
+              "cells of ours is lgcexp's rerun of that method on the graph it names (anchor graph, numerical "
+              "eigenfunctions), seeds 0-19, one setting chosen on held-out seeds 100-104 (docs/fidelity.md#rerun)",
 }
 
 RUN_COLUMNS = ["dataset", "algo", "loss", "method", "noise_rate", "seed", "n", "n_labeled", "n_flipped",
@@ -224,6 +226,7 @@ def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metri
                     cell += f"<br>Δ {r['diff']:+.2f}{mark}"
             cells.append(cell)
         lines.append(f"| {noise}% | " + " | ".join(cells) + " |")
+    all_others = others
     # others' values for this metric only: a source that reports none (Lu et al.: no labelled accuracy) is left out
     others = others[np.isfinite(others[f"{metric}_mean"].astype(float))] if len(others) else others
     rerun = {REPORTED_ALIASES.get((d, m), m) for d in others["dataset"].unique() for m in cmp["method"]
@@ -243,9 +246,12 @@ def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metri
                 s = r[f"{metric}_sd"].iloc[0] if len(r) else np.nan
                 cells.append(_pm(float(v), float(s)) if np.isfinite(v) else "")
             lines.append(f"| {noise}% | " + " | ".join(cells) + " |")
-        legend = star_legend(om, others)
-        if legend:
-            lines += ["", legend]
+    else:
+        om = []
+    # the star's meaning, for the starred columns of the table and of the block below it
+    legend = star_legend(list(dict.fromkeys(list(methods) + om)), all_others) if len(all_others) else ""
+    if legend:
+        lines += ["", legend]
     return "\n".join(lines) + "\n"
 
 

@@ -72,7 +72,7 @@ class LSSC(GraphSSLAlgorithm):
     _parameter_constraints = {"lam": [positive()], "rho": [positive()], "tol": [positive()],
                               "max_iter": [positive("int")]}
 
-    def __init__(self, lam: float = 1.0, rho: float = 1.0, tol: float = 1e-6, max_iter: int = 5000):
+    def __init__(self, lam: float = 0.1, rho: float = 1.0, tol: float = 1e-6, max_iter: int = 5000):
         self.lam = lam
         self.rho = rho
         self.tol = tol
