@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from .cache import Cache, stable_hash
 from .errors import UserError
-from .graph import Graph, GraphBuilder, _fingerprint
+from .graph import Graph, GraphBuilder
 from .params import Interval, Options
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,14 @@ class AnchorGraph(Graph):
 
 
 # -- construction ----------------------------------------------------------------------------------------------
+
+def _fingerprint(X: np.ndarray) -> str:
+    """Content hash of the data (as lgcexp.graph's kNN builder computes it when none is given)."""
+    import hashlib
+
+    Xc = np.ascontiguousarray(X)
+    return hashlib.sha256(Xc.tobytes()).hexdigest() + f"{Xc.shape}{Xc.dtype}"
+
 
 def kmeans_anchors(X: np.ndarray, m: int, n_iter: int, seed: int) -> np.ndarray:
     """m k-means centres (faiss Lloyd iterations from a seeded random sample of points)."""

@@ -32,7 +32,8 @@ import scipy.linalg as sla
 
 from ..cache import Cache, stable_hash
 from ..errors import UserError
-from ..graph import Graph, GraphBuilder, _fingerprint
+from ..anchor import _fingerprint
+from ..graph import Graph, GraphBuilder
 from ..params import Interval, positive
 from .base import GraphSSLAlgorithm, label_matrix
 
