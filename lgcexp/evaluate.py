@@ -44,7 +44,9 @@ def mark_unreached(pred: np.ndarray, graph: Any, labeled: np.ndarray) -> tuple[n
     wrong. Returns (predictions, number of such points)."""
     from .graph import unreached_mask
 
-    mask = unreached_mask(graph, labeled)
+    # a graph type with its own notion of components (lgcexp.anchor.AnchorGraph: W is never formed) says so
+    own = getattr(type(graph), "unreached_mask", None)
+    mask = own(graph, labeled) if own is not None else unreached_mask(graph, labeled)
     if not mask.any():
         return pred, 0
     pred = np.array(pred, copy=True)

@@ -15,6 +15,7 @@ ALGORITHMS = Registry("algo", {
     "autoD": "lgcexp.algorithms.autod:AutoD",
     "siis": "lgcexp.algorithms.siis:SIIS",
     "auto": "lgcexp.algorithms.auto:Auto",
+    "gtf": "lgcexp.algorithms.gtf:GTF",
 })
 
 
