@@ -325,12 +325,13 @@ def accuracy_figure(vals: pd.DataFrame, title: str, colors: dict[str, str], path
                            label="the paper: reported mean ± sd"))
     quoted = []
     for m in others_methods:
-        src = vals.loc[vals["method"] == m, "source"].iloc[0]
-        who = SOURCES.get(src, src).replace(" (", " ").replace(")", "")
+        src = vals.loc[(vals["method"] == m) & (vals["kind"] == "others"), "source"].iloc[0]
+        who = SOURCES.get(src, "quoted").replace(" (", " ").replace(")", "")
         quoted.append(Line2D([], [], color=OTHERS_COLOR, marker=markers[m], ls=":", ms=5.5, label=f"{m}, {who}"))
     fig.suptitle(title)
-    _legends_below(fig, [(methods + keys, len(methods + keys), None),
-                         (quoted, min(len(quoted), 4), "quoted by the paper from other papers (not rerun here)")])
+    _legends_below(fig, [(methods, min(len(methods), 5), None), (keys, len(keys), None),
+                         (quoted, min(len(quoted), 4), "values the paper quotes from other papers (grey; a rerun of "
+                                                       "the same method is its coloured line)")])
     _save(fig, path, _records(vals))
     plt.close(fig)
 
