@@ -47,7 +47,9 @@ def test_yaml_defaults_equal_constructor_defaults(path):
     assert set(params) == set(defaults) == set(cls._parameter_constraints)
     for k in required:
         assert defaults[k] is None and not any(c.is_satisfied_by(None) for c in cls._parameter_constraints[k])
-    assert cls.name == path.stem and cls.__doc__ and "====" in cls.__doc__  # a parameter table in the docstring
+    assert cls.name == path.stem and cls.__doc__
+    missing = [p for p in defaults if p not in cls.__doc__]
+    assert not missing, f"{cls.__name__}'s docstring does not describe {missing}"  # every parameter documented
 
 
 # -- kernels (graph=knn) --------------------------------------------------------------------------------------
