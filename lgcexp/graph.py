@@ -64,22 +64,49 @@ class Graph:
         return int(sp.csgraph.connected_components(self.W, directed=False)[0])
 
 
-def knn_search(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact kNN by faiss ``IndexFlatL2``: (distances, indices), each (n, k), self excluded.
-
-    Searches k+1 neighbours and removes the query point itself wherever it appears (duplicates may push it
-    out of column 0); rows that did not return themselves drop their last neighbour.
-    """
+def _faiss():
     try:
         import faiss
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise UserError(
             "faiss is not installed: install the CPU extra (pip install 'lgcexp[cpu]') or the GPU one ('lgcexp[gpu]')"
         ) from exc
-    Xf = np.ascontiguousarray(X, dtype=np.float32)
-    n, d = Xf.shape
-    index = faiss.IndexFlatL2(d)
+    return faiss
+
+
+def as_float32(X: np.ndarray) -> np.ndarray:
+    """X as the C-contiguous float32 array faiss reads (no copy when it already is one, e.g. a memory map)."""
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def flat_index(X: np.ndarray):
+    """An exact faiss ``IndexFlatL2`` holding the rows of X (the index the kNN graph is searched in, and
+    the one the scikit-learn estimators query for new points)."""
+    faiss = _faiss()
+    Xf = as_float32(X)
+    index = faiss.IndexFlatL2(Xf.shape[1])
     index.add(Xf)
+    return index
+
+
+def knn_query(index, Xq: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest indexed points of each query row: (distances, indices), each (m, k), nearest first.
+    Nothing is excluded (a query that is an indexed point finds itself at distance 0)."""
+    sq, idx = index.search(as_float32(Xq), int(k))
+    return np.sqrt(np.maximum(sq, 0.0)).astype(np.float64), idx.astype(np.int64)
+
+
+def knn_search(X: np.ndarray, k: int, *, index=None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN by faiss ``IndexFlatL2``: (distances, indices), each (n, k), self excluded.
+
+    Searches k+1 neighbours and removes the query point itself wherever it appears (duplicates may push it
+    out of column 0); rows that did not return themselves drop their last neighbour. ``index``: a
+    :func:`flat_index` of X already built (it is built here otherwise).
+    """
+    Xf = as_float32(X)
+    n, d = Xf.shape
+    if index is None:
+        index = flat_index(Xf)
     sq, idx = index.search(Xf, k + 1)
     is_self = idx == np.arange(n)[:, None]
     has_self = is_self.any(axis=1)
@@ -120,11 +147,13 @@ def gaussian_weights(D: sp.csr_matrix, sigma: float) -> sp.csr_matrix:
     return W.tocsr()
 
 
-def build_affinity(X: np.ndarray, k: int, sigma: float | str, symmetrize: str = "union") -> tuple[sp.csr_matrix, float]:
-    """Affinity matrix W and the sigma used (resolved when ``sigma='mean'``); parameters already checked."""
+def build_affinity(X: np.ndarray, k: int, sigma: float | str, symmetrize: str = "union", *,
+                   index=None) -> tuple[sp.csr_matrix, float]:
+    """Affinity matrix W and the sigma used (resolved when ``sigma='mean'``); parameters already checked.
+    ``index``: a :func:`flat_index` of X already built."""
     k_search = max(k, SIGMA_NEIGHBOR) if sigma == "mean" else k
     k_search = min(k_search, X.shape[0] - 1)
-    dist, idx = knn_search(X, k_search)
+    dist, idx = knn_search(X, k_search, index=index)
     if sigma == "mean":
         if k_search < SIGMA_NEIGHBOR:
             raise UserError(f"graph.sigma='mean' needs at least {SIGMA_NEIGHBOR + 1} points")
@@ -168,17 +197,18 @@ def _fingerprint(X: np.ndarray) -> str:
 
 
 class GraphBuilder(Configurable):
-    """The graph-builder protocol: ``build(X, cache=, data_fingerprint=) -> (Graph, cache_hit)``."""
+    """The graph-builder protocol: ``build(X, cache=, data_fingerprint=) -> (Graph, cache_hit)``; builders
+    may take further keyword options (``KnnGraph``: ``index=``, a faiss index of X to search in)."""
 
     name: ClassVar[str] = "base"
     config_prefix: ClassVar[str] = "graph."
 
     def build(self, X: np.ndarray, *, cache: Cache | None = None,
-              data_fingerprint: str | None = None) -> tuple[Graph, bool]:
+              data_fingerprint: str | None = None, **options) -> tuple[Graph, bool]:
         self._validate_params()
-        return self._build(X, cache=cache, data_fingerprint=data_fingerprint)
+        return self._build(X, cache=cache, data_fingerprint=data_fingerprint, **options)
 
-    def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:  # pragma: no cover
+    def _build(self, X, *, cache, data_fingerprint, **options) -> tuple[Graph, bool]:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -208,14 +238,15 @@ class KnnGraph(GraphBuilder):
             raise UserError(f"{prefix}sigma=mean is not allowed: it needs at least {SIGMA_NEIGHBOR + 1} points "
                             f"(the data has {n}); give a number")
 
-    def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
+    def _build(self, X, *, cache, data_fingerprint, index=None) -> tuple[Graph, bool]:
+        """``index``: a :func:`flat_index` of X to search in (built here when needed and not given)."""
         k, sigma, symmetrize = int(self.k), self.sigma, self.symmetrize
         fp = data_fingerprint or _fingerprint(X)
         key = graph_key(fp, k, sigma, symmetrize)
 
         def compute() -> dict[str, np.ndarray]:
             t0 = time.perf_counter()
-            W, sig = build_affinity(X, k, sigma, symmetrize)
+            W, sig = build_affinity(X, k, sigma, symmetrize, index=index)
             log.info("built %d-NN graph on %d points in %.1fs (sigma=%.4g)", k, X.shape[0],
                      time.perf_counter() - t0, sig)
             return {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape),
