@@ -299,3 +299,17 @@ def _blobs(n_per: int = 20, seed: int = 0):
     y = np.repeat([0, 1, 2], n_per)
     y[1::3] = -1
     return X, y
+
+
+@pytest.mark.slow
+def test_example_labelspreading_vs_autol(capsys):
+    import re
+    import runpy
+    from pathlib import Path
+
+    runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "sklearn_noisy_digits.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    acc = {name: float(v) for name, v in re.findall(r"^(\w+)\s+accuracy on the unlabelled points: ([\d.]+)%", out, re.M)}
+    assert set(acc) == {"LabelSpreading", "AutoLClassifier"} and acc["AutoLClassifier"] > acc["LabelSpreading"]
+    flagged, right, flipped = map(int, re.search(r"AutoL flags (\d+) labels as wrong, (\d+) of them among the (\d+)", out).groups())
+    assert flipped == 35 and right >= 0.8 * flagged
