@@ -233,7 +233,10 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             except UserError as exc:
                 raise _renamed(exc, {v: k for k, v in _GRAPH_RENAME.items()}) from None
             index = flat_index(X)
-            graph, _ = builder._build(X, cache=cache, data_fingerprint=None, index=index)
+            try:
+                graph, _ = builder._build(X, cache=cache, data_fingerprint=None, index=index)
+            except UserError as exc:  # e.g. a sigma so small that points lose every edge
+                raise UserError(str(exc).replace("graph.sigma", "sigma")) from None
 
         eig = None
         p = algo.required_eigenpairs()
@@ -300,7 +303,7 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy of :meth:`predict` on the rows of (X, y) that carry a label; rows with y == -1 are left
         out (so cross-validation scores partly labelled folds on their labelled points)."""
-        y = column_or_1d(np.asarray(y) if not hasattr(y, "iloc") else y.to_numpy(), warn=True)
+        y = column_or_1d(y, warn=True)
         keep = ~_unlabeled_mask(y)
         if not keep.any():
             raise ValueError("y has no labelled row to score: every entry is -1")

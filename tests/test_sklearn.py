@@ -73,6 +73,27 @@ def test_parameters_are_the_algorithms_and_the_graphs(algo):
     assert set(cls._parameter_constraints) <= set(est._parameter_constraints)
 
 
+PROBES = [0, 1, 2, 10, -1, 0.0, 0.5, 1.0, 1.5, 1e-12, 100.0, "mean", "grid", "cg", "union", "knn", "xent", "x", "",
+          True, False, None, [1], float("nan"), float("inf"), -float("inf")]
+
+
+@pytest.mark.parametrize("algo", sorted(ESTIMATORS))
+def test_translated_constraints_accept_what_the_tables_accept(algo):
+    """lgcexp's table and its scikit-learn translation agree on every probe value (scikit-learn's integer
+    intervals also take booleans: those are refused at fit by the algorithm's own check)."""
+    from sklearn.utils._param_validation import make_constraint
+
+    est = ESTIMATORS[algo]()
+    tables = {**algorithm_class(algo)._parameter_constraints,
+              **{("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()}}
+    for name, ours in tables.items():
+        theirs = [make_constraint(c) for c in est._parameter_constraints[name]]
+        for v in PROBES + [est.get_params()[name]]:
+            a = any(c.is_satisfied_by(v) for c in ours)
+            b = any(c.is_satisfied_by(v) for c in theirs)
+            assert a == b or (b and isinstance(v, bool)), (name, v, a, b)
+
+
 def test_bad_parameters_fail_at_fit_with_sklearns_error():
     X, y = _blobs()
     est = LGCClassifier()
@@ -96,6 +117,10 @@ def test_bad_parameters_fail_at_fit_with_sklearns_error():
         LGCClassifier(n_neighbors=60).fit(X, y)
     with pytest.raises(ValueError, match=r"^p=60 is not allowed: it must be less than the number of points \(60\)"):
         AutoDClassifier(p=60).fit(X, y)
+    with pytest.raises(ValueError, match=r"^n_neighbors=true is not allowed"):  # a bool passes sklearn's int check
+        LGCClassifier(n_neighbors=True).fit(X, y)
+    with pytest.raises(ValueError, match=r"isolated .* increase sigma or use sigma=mean"):
+        LGCClassifier(sigma=1e-3).fit(X * 100, y)
     with pytest.raises(ValueError, match="no labelled point"):
         LGCClassifier().fit(X, np.full(len(y), -1))
 
