@@ -72,8 +72,8 @@ __all__ = [
 #: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)
 UNLABELED = -1
 GRAPHS = ("knn", "precomputed")
-#: estimator parameter -> graph builder (KnnGraph) parameter
-_GRAPH_RENAME = {"n_neighbors": "k"}
+#: graph builder (KnnGraph) parameter -> estimator parameter
+_GRAPH_RENAME = {"k": "n_neighbors"}
 #: query rows per faiss search in predict (bounds the (rows, k, classes) temporary)
 _PREDICT_CHUNK = 8192
 
@@ -82,7 +82,7 @@ def _graph_constraints() -> dict[str, list]:
     """The graph parameters: KnnGraph's own table, ``k`` spelled ``n_neighbors`` as in scikit-learn."""
     return {
         "graph": [StrOptions(set(GRAPHS))],
-        **sklearn_constraints(KnnGraph._parameter_constraints, {v: k for k, v in _GRAPH_RENAME.items()}),
+        **sklearn_constraints(KnnGraph._parameter_constraints, _GRAPH_RENAME),
         "cache_dir": [None, str, os.PathLike],
     }
 
@@ -117,9 +117,9 @@ def label_judgement(algorithm: GraphSSLAlgorithm, labeled: np.ndarray,
 
     The one place that reads an algorithm's judgement (the label-judgement hook of issue 11 goes here):
     AutoL: quality is the corrected probability of the given label (``corrected_``, the leave-one-out
-    prediction at the learned weights), an issue a label whose corrected argmax is another class. SIIS:
-    an issue a label its fit moved away from (``dropped_``), quality the share of the given label in the
-    label's score row (:func:`label_distributions`).
+    prediction at the learned weights), an issue a label whose corrected argmax is another class. SIIS (and
+    any other method that sets ``dropped_``): an issue a label the method rejects (``dropped_``), quality
+    the share of the given label in the label's score row (:func:`label_distributions`).
     """
     if algorithm.dropped_ is None:
         return None
@@ -231,7 +231,7 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 builder._validate_params(prefix="")
                 builder.check_data(n, 0, prefix="")
             except UserError as exc:
-                raise _renamed(exc, {v: k for k, v in _GRAPH_RENAME.items()}) from None
+                raise _renamed(exc, _GRAPH_RENAME) from None
             index = flat_index(X)
             try:
                 graph, _ = builder._build(X, cache=cache, data_fingerprint=None, index=index)
