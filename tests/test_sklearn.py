@@ -150,6 +150,16 @@ def test_grid_search_on_masked_digits_and_clone():
     assert fitted.get_params() == gs.best_estimator_.get_params() and not hasattr(fitted, "classes_")
 
 
+def test_in_a_pipeline():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, ym = _digits_masked()
+    pipe = make_pipeline(StandardScaler(), GFHFClassifier()).fit(X, ym)
+    assert pipe.score(X[:500], y[:500]) > 0.85
+    assert np.array_equal(pipe[-1].transduction_, GFHFClassifier().fit(StandardScaler().fit_transform(X), ym).transduction_)
+
+
 def test_score_ignores_unlabelled_rows():
     X, y, ym = _digits_masked()
     est = LGCClassifier().fit(X, ym)
