@@ -135,6 +135,7 @@ def bench_sklearn(quick: bool) -> dict:
     _, t_sk_pred, c_sk_pred = timed_cpu(ls.predict, X_new)
     return {
         "dataset": name, "n": data.n, "d": X.shape[1], "X_dtype": str(X.dtype), "k": k, "n_labeled": n_lab,
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "(detected by OpenBLAS)"),
         "estimator_fit_s": t_est, "estimator_fit_cpu_s": c_est, "estimator_acc_unlabeled": acc_est,
         "direct_graph_plus_lgc_s": t_direct, "direct_graph_plus_lgc_cpu_s": c_direct,
         "estimator_vs_direct": t_est / t_direct, "estimator_vs_direct_cpu": c_est / c_direct,
