@@ -10,6 +10,10 @@ raises :class:`lgcexp.errors.UserError` with one line that names the key *as the
 
 Constructors (``__init__``) only store their arguments; validation runs once, at ``fit``/``build`` time or
 in the pipeline's pre-flight, never in ``__init__``.
+
+The same tables drive the scikit-learn estimators (:mod:`lgcexp.sklearn`): :func:`sklearn_constraints`
+translates a table into scikit-learn's own constraint objects (``Interval``, ``StrOptions``, ...), so
+``set_params`` with a bad value fails at ``fit`` with scikit-learn's usual ``InvalidParameterError``.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from .errors import UserError
 __all__ = [
     "Interval", "Options", "Boolean", "String", "NoneValue", "Array", "Mapping_", "Constraint",
     "positive", "unit_open", "check_value", "check_params", "describe", "fmt_value", "constructor_defaults", "Configurable",
+    "sklearn_constraints",
 ]
 
 
@@ -49,6 +54,10 @@ class Constraint:
         raise NotImplementedError
 
     def __str__(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def to_sklearn(self) -> Any:  # pragma: no cover - interface
+        """The same constraint in scikit-learn's ``_parameter_constraints`` vocabulary."""
         raise NotImplementedError
 
 
@@ -101,6 +110,15 @@ class Interval(Constraint):
         right = "]" if self.closed in ("both", "right") else ")"
         return f"{what} in {left}{_num(lo)}, {_num(hi)}{right}"
 
+    def to_sklearn(self) -> Any:
+        from sklearn.utils._param_validation import Interval as SkInterval
+
+        left = self.closed in ("both", "left") and self.low is not None
+        right = self.closed in ("both", "right") and self.high is not None
+        closed = {(True, True): "both", (True, False): "left", (False, True): "right", (False, False): "neither"}
+        kind = numbers.Integral if self.kind == "int" else numbers.Real
+        return SkInterval(kind, self.low, self.high, closed=closed[(left, right)])
+
 
 @dataclass(frozen=True)
 class Options(Constraint):
@@ -119,6 +137,14 @@ class Options(Constraint):
             return fmt_value(self.values[0])
         return "one of " + ", ".join(fmt_value(o) for o in self.values)
 
+    def to_sklearn(self) -> Any:
+        from sklearn.utils._param_validation import Options as SkOptions, StrOptions
+
+        if all(isinstance(o, str) for o in self.values):
+            return StrOptions(set(self.values))
+        kinds = {type(o) for o in self.values}
+        return SkOptions(kinds.pop() if len(kinds) == 1 else object, set(self.values))
+
 
 class Boolean(Constraint):
     def is_satisfied_by(self, v: Any) -> bool:
@@ -126,6 +152,9 @@ class Boolean(Constraint):
 
     def __str__(self) -> str:
         return "true or false"
+
+    def to_sklearn(self) -> Any:
+        return "boolean"
 
 
 class String(Constraint):
@@ -140,6 +169,9 @@ class String(Constraint):
     def __str__(self) -> str:
         return self.what
 
+    def to_sklearn(self) -> Any:
+        return str
+
 
 class NoneValue(Constraint):
     def is_satisfied_by(self, v: Any) -> bool:
@@ -147,6 +179,9 @@ class NoneValue(Constraint):
 
     def __str__(self) -> str:
         return "null"
+
+    def to_sklearn(self) -> Any:
+        return None
 
 
 class Array(Constraint):
@@ -163,6 +198,9 @@ class Array(Constraint):
     def __str__(self) -> str:
         return self.what or f"a list of {self.item}"
 
+    def to_sklearn(self) -> Any:
+        return "array-like"
+
 
 class Mapping_(Constraint):
     """A mapping (free-form sub-config)."""
@@ -172,6 +210,9 @@ class Mapping_(Constraint):
 
     def __str__(self) -> str:
         return "a mapping"
+
+    def to_sklearn(self) -> Any:
+        return dict
 
 
 #: shorthands used by the tables
@@ -215,6 +256,15 @@ def check_params(params: Mapping[str, Any], table: Mapping[str, Any], prefix: st
             where = f" of {owner}" if owner else ""
             raise UserError(f"{prefix}{k} is not a parameter{where}; allowed: {allowed}")
         check_value(f"{prefix}{k}", v, table[k])
+
+
+def sklearn_constraints(table: Mapping[str, Iterable[Constraint]],
+                        rename: Mapping[str, str] | None = None) -> dict[str, list]:
+    """A constraint table in scikit-learn's ``_parameter_constraints`` form (what
+    ``sklearn.base._fit_context`` validates). ``rename`` maps a table key to the estimator's parameter name
+    (``{"k": "n_neighbors"}``); keys absent from the table are not produced."""
+    rename = dict(rename or {})
+    return {rename.get(k, k): [c.to_sklearn() for c in cs] for k, cs in table.items()}
 
 
 def constructor_defaults(cls: type) -> dict[str, Any]:

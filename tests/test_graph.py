@@ -81,3 +81,17 @@ def test_bad_graph_params(k, sigma, sym, msg):
     X = np.zeros((50, 2)) + np.arange(50)[:, None]
     with pytest.raises(UserError, match=msg):
         build_graph(X, k, sigma, sym)
+
+
+def test_openblas_coretype_from_cpu_flags(tmp_path):
+    from lgcexp.graph import openblas_coretype
+
+    def cpu(flags):
+        p = tmp_path / "cpuinfo"
+        p.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n")
+        return str(p)
+
+    assert openblas_coretype(cpu("fpu sse2 avx avx2 fma avx512f avx512cd avx512bw avx512dq avx512vl")) == "SkylakeX"
+    assert openblas_coretype(cpu("fpu sse2 avx avx2 fma avx512f")) == "Haswell"   # partial AVX-512
+    assert openblas_coretype(cpu("fpu sse2 avx")) is None
+    assert openblas_coretype(str(tmp_path / "missing")) is None

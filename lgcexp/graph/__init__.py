@@ -22,8 +22,10 @@ from ..registry import Registry
 from .base import Graph, GraphBuilder, check_graph_arrays, check_no_isolated_points, fingerprint, unreached_mask
 from .kernels import (KERNELS, LOCAL_SCALE, SIGMA_NEIGHBOR, binary_weights, gaussian_weights, local_scales,
                       self_tuning_weights, sigma_mean_heuristic)
-from .knn import (SYMMETRIZE, KnnGraph, build_affinity, build_graph, exact_search, graph_key, knn_distance_matrix,
-                  knn_search)
+from .knn import (SYMMETRIZE, KnnGraph, as_float32, build_affinity, build_graph, exact_search, flat_index, graph_key,
+                  import_faiss, knn_distance_matrix, knn_query, knn_search, openblas_coretype)
+
+_faiss = import_faiss  # the name the estimators use
 
 _fingerprint = fingerprint  # the old private name
 log = logging.getLogger(__name__)
@@ -39,5 +41,6 @@ __all__ = [
     "GRAPH_BUILDERS", "Graph", "GraphBuilder", "KERNELS", "KnnGraph", "LOCAL_SCALE", "SIGMA_NEIGHBOR", "SYMMETRIZE",
     "binary_weights", "build_affinity", "build_graph", "exact_search", "fingerprint", "gaussian_weights",
     "graph_key", "knn_distance_matrix", "knn_search", "local_scales", "self_tuning_weights",
-    "sigma_mean_heuristic", "check_graph_arrays", "check_no_isolated_points", "unreached_mask",
+    "sigma_mean_heuristic", "as_float32", "flat_index", "knn_query", "import_faiss", "openblas_coretype",
+    "check_graph_arrays", "check_no_isolated_points", "unreached_mask",
 ]

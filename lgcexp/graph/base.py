@@ -69,9 +69,10 @@ class GraphBuilder(Configurable):
     config_prefix: ClassVar[str] = "graph."
 
     def build(self, X: np.ndarray, *, cache: Cache | None = None,
-              data_fingerprint: str | None = None) -> tuple[Graph, bool]:
+              data_fingerprint: str | None = None, **options: Any) -> tuple[Graph, bool]:
+        """``options``: builder-specific (``knn``: ``index=``, a faiss index of X to search in)."""
         self._validate_params()
-        graph, hit = self._build(X, cache=cache, data_fingerprint=data_fingerprint)
+        graph, hit = self._build(X, cache=cache, data_fingerprint=data_fingerprint, **options)
         self._check_graph(graph)
         self.info_ = dict(graph.info)
         return graph, hit

@@ -1,0 +1,527 @@
+"""scikit-learn estimators for lgcexp's methods: ``fit(X, y)`` with ``y == -1`` for unlabelled points.
+
+::
+
+    from lgcexp.sklearn import LGCClassifier, AutoLClassifier
+    clf = AutoLClassifier().fit(X, y)          # y: labels, -1 where a point has none
+    clf.transduction_                          # a label for every row of X
+    clf.label_issues_                          # the given labels the method rejects (AutoL, SIIS)
+    clf.predict(X_new)                         # new points: kernel-weighted vote of their neighbours
+
+Each estimator is a thin wrapper of an lgcexp algorithm (:mod:`lgcexp.algorithms`): ``fit`` builds the
+graph with :class:`lgcexp.graph.KnnGraph` (exact faiss kNN, union-symmetrised, no self-loops, Gaussian
+weights; ``graph="precomputed"`` takes your own sparse affinity instead), computes the Laplacian
+eigenpairs the method needs with :func:`lgcexp.spectral.laplacian_eigenpairs`, and runs the algorithm's
+``fit`` on (graph, labelled indices, encoded labels), exactly as the ``lgcexp`` command does; the
+optional on-disk cache (``cache_dir``) is the command's cache. Nothing is solved here.
+
+Parameters are those of the algorithm (same names, same defaults) plus the graph's: ``graph`` (``knn`` |
+``precomputed``), ``n_neighbors`` (the builder's ``k``), ``sigma``, ``symmetrize``, ``cache_dir``. Their
+scikit-learn ``_parameter_constraints`` are translated from the algorithm's and the graph builder's own
+tables (:func:`lgcexp.params.sklearn_constraints`), so a bad value set by ``set_params`` fails at ``fit``
+with scikit-learn's usual ``InvalidParameterError``.
+
+Fitted attributes: ``classes_`` (any label values), ``transduction_`` (the method's label for every
+training row: the row argmax of its class scores, as the command's ``predictions.csv``),
+``label_distributions_`` (the scores clipped at 0 and normalised per row; uniform where a row has no
+score, e.g. a graph component without a label), ``n_iter_``, ``graph_`` (:class:`lgcexp.graph.Graph`),
+``algorithm_`` (the fitted lgcexp algorithm: ``info_``, ``omega_``, ...), ``sigma_`` (the kernel width
+used, ``graph="knn"``), and for methods that judge the given labels (AutoL, SIIS) ``label_quality_`` and
+``label_issues_``, one entry per row of X (NaN / False at unlabelled rows).
+
+New points (``predict``, ``predict_proba``) get the inductive extension scikit-learn's ``LabelSpreading``
+uses: a kernel-weighted vote of the fitted ``label_distributions_`` of their ``n_neighbors`` nearest
+training points, found in the same faiss index the graph was built from, with the graph's Gaussian
+kernel ``exp(-d^2 / (2 sigma_^2))``. With ``graph="precomputed"``, ``predict`` takes the affinities of the new
+points to the training points, an (m, n_train) matrix (scikit-learn's ``metric="precomputed"``
+convention), and votes with them.
+
+``score(X, y)`` is the accuracy on the rows of ``y`` that carry a label (rows with -1 are left out), so
+``GridSearchCV`` works on partly labelled data: each split fits on its training rows (unlabelled ones
+included) and is scored on the labelled rows of its test part.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from numbers import Integral
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.metrics import accuracy_score
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .algorithms import algorithm_class
+from .algorithms.base import GraphSSLAlgorithm
+from .cache import Cache, stable_hash
+from .errors import UserError
+from .graph import SIGMA_NEIGHBOR, Graph, KnnGraph, flat_index, knn_query
+from .params import sklearn_constraints
+
+__all__ = [
+    "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier",
+    "ESTIMATORS", "expected_failed_checks", "label_judgement",
+]
+
+#: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)
+UNLABELED = -1
+GRAPHS = ("knn", "precomputed")
+#: graph builder (KnnGraph) parameter -> estimator parameter
+_GRAPH_RENAME = {"k": "n_neighbors"}
+#: query rows per faiss search in predict (bounds the (rows, k, classes) temporary)
+_PREDICT_CHUNK = 8192
+
+
+def _graph_constraints() -> dict[str, list]:
+    """The graph parameters: KnnGraph's own table, ``k`` spelled ``n_neighbors`` as in scikit-learn."""
+    return {
+        "graph": [StrOptions(set(GRAPHS))],
+        **sklearn_constraints(KnnGraph._parameter_constraints, _GRAPH_RENAME),
+        "cache_dir": [None, str, os.PathLike],
+    }
+
+
+def _constraints(algo: str) -> dict[str, list]:
+    return {**sklearn_constraints(algorithm_class(algo)._parameter_constraints), **_graph_constraints()}
+
+
+def _unlabeled_mask(y: np.ndarray) -> np.ndarray:
+    """True where ``y`` holds -1 (for object arrays mixing label values and -1, element by element)."""
+    y = np.asarray(y)
+    if y.dtype.kind in "iuf":
+        return y == UNLABELED
+    if y.dtype.kind == "O":
+        return np.fromiter((isinstance(v, (Integral, float, np.number)) and not isinstance(v, bool)
+                            and v == UNLABELED for v in y), dtype=bool, count=y.size)
+    return np.zeros(y.shape, dtype=bool)  # strings, bytes: never -1
+
+
+def label_distributions(scores: np.ndarray) -> np.ndarray:
+    """Class scores as distributions: clipped at 0 and normalised per row; a row with no score (a graph
+    component without a labelled point, or all scores <= 0) gets the uniform distribution."""
+    F = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
+    total = F.sum(axis=1, keepdims=True)
+    return np.divide(F, total, out=np.full_like(F, 1.0 / F.shape[1]), where=total > 0)
+
+
+def label_judgement(algorithm: GraphSSLAlgorithm, labeled: np.ndarray,
+                    y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(quality, issues)`` of the given labels (one entry per labelled point: ``labeled`` their indices,
+    ``y`` their class numbers), from a fitted algorithm; None for methods that do not judge labels.
+
+    The one place that reads an algorithm's judgement (the label-judgement hook of issue 11 goes here):
+    AutoL: quality is the corrected probability of the given label (``corrected_``, the leave-one-out
+    prediction at the learned weights), an issue a label whose corrected argmax is another class. SIIS (and
+    any other method that sets ``dropped_``): an issue a label the method rejects (``dropped_``), quality
+    the share of the given label in the label's score row (:func:`label_distributions`).
+    """
+    if algorithm.dropped_ is None:
+        return None
+    rows = np.arange(y.size)
+    if algorithm.name == "autoL":
+        Q = np.asarray(algorithm.corrected_)
+        return Q[rows, y].astype(np.float64), Q.argmax(axis=1) != y
+    return label_distributions(algorithm.scores_[labeled])[rows, y], np.asarray(algorithm.dropped_, dtype=bool)
+
+
+def _renamed(exc: UserError, rename: dict[str, str]) -> UserError:
+    """A one-line error from a table check, with the builder's parameter names spelled as the estimator's."""
+    msg = str(exc)
+    for theirs, ours in rename.items():
+        msg = re.sub(rf"(?<![\w.]){re.escape(theirs)}=", f"{ours}=", msg)
+    return UserError(msg)
+
+
+class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
+    """Common code of the estimators; subclasses name their algorithm (``_algo``) and list its parameters
+    in ``__init__``."""
+
+    _algo: ClassVar[str] = ""
+    #: fitted-algorithm ``info_`` key reported as ``n_iter_``
+    _n_iter_key: ClassVar[str] = "solver_iterations"
+
+    # ---- parameters -------------------------------------------------------------------------------------
+    def _algorithm_params(self) -> dict[str, Any]:
+        names = self._parameter_constraints.keys() - _graph_constraints().keys()
+        return {k: getattr(self, k) for k in names}
+
+    def _make_algorithm(self, n: int, n_classes: int) -> GraphSSLAlgorithm:
+        """The lgcexp algorithm with this estimator's parameters, checked against the algorithm's own table
+        (relations between parameters, and what needs the data size) with the names as spelled here."""
+        cls = algorithm_class(self._algo)
+        params = self._algorithm_params()
+        cls.check_config(params, prefix="")
+        algo = cls(**params)
+        algo.check_data(n, n_classes, prefix="")
+        return algo
+
+    def min_points(self) -> int:
+        """The fewest training points this configuration can fit: the kNN graph needs more points than
+        ``n_neighbors``, ``sigma="mean"`` the distance to a 10th neighbour, spectral methods more points
+        than eigenpairs."""
+        need = 2
+        if self.graph == "knn":
+            need = max(need, int(self.n_neighbors) + 1)
+            if self.sigma == "mean":
+                need = max(need, SIGMA_NEIGHBOR + 1)
+        cls = algorithm_class(self._algo)
+        return max(need, int(cls(**self._algorithm_params()).required_eigenpairs()) + 1)
+
+    def _expected_failed_checks(self) -> dict[str, str]:
+        """scikit-learn estimator checks that cannot apply here, each with its reason."""
+        out = {
+            "check_classifiers_classes": (
+                "the check's last problem labels its two classes -1 and 1, but -1 marks an unlabelled point "
+                "for a semi-supervised estimator, which leaves one class (scikit-learn exempts its own "
+                "LabelSpreading/LabelPropagation from those labels by name)"
+            ),
+        }
+        need = self.min_points()
+        if need > 10:
+            why = (f"the check fits 10 points, and this configuration needs at least {need} (a kNN graph needs "
+                   f"more points than n_neighbors, sigma='mean' a 10th neighbour, a spectral method more points "
+                   f"than eigenpairs); the refusal is a ValueError that names the parameter, not the words "
+                   f"the check looks for")
+            out["check_fit2d_1feature"] = why
+            out["check_estimators_nan_inf"] = why + " (NaN and inf themselves are refused at fit and predict)"
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        precomputed = self.graph == "precomputed"
+        tags.input_tags.pairwise = precomputed
+        tags.input_tags.sparse = precomputed
+        return tags
+
+    # ---- fit ----------------------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit on X (n x d features; with ``graph="precomputed"`` an n x n sparse symmetric affinity) and
+        y (n labels, -1 for an unlabelled point). Returns self."""
+        precomputed = self.graph == "precomputed"
+        X, y = validate_data(self, X, y, accept_sparse="csr" if precomputed else False,
+                             dtype=np.float64 if precomputed else np.float32, ensure_min_samples=2)
+        n = X.shape[0]
+        labeled = np.flatnonzero(~_unlabeled_mask(y))
+        if labeled.size == 0:
+            raise ValueError("y has no labelled point: every entry is -1, the mark of an unlabelled point")
+        y_given = y[labeled]
+        if y_given.dtype == object:
+            y_given = _common_dtype(y_given)
+        check_classification_targets(y_given)
+        classes, y_enc = np.unique(y_given, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"{type(self).__name__} needs labelled points of at least 2 classes; "
+                             f"y has 1 class ({classes[0]!r})")
+        algo = self._make_algorithm(n, classes.size)
+        cache = Cache(self.cache_dir)
+
+        index = None
+        if precomputed:
+            graph = _precomputed_graph(X)
+        else:
+            builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize)
+            try:
+                builder._validate_params(prefix="")
+                builder.check_data(n, 0, prefix="")
+            except UserError as exc:
+                raise _renamed(exc, _GRAPH_RENAME) from None
+            index = flat_index(X)
+            try:
+                graph, _ = builder.build(X, cache=cache, data_fingerprint=None, index=index)
+            except UserError as exc:  # e.g. a sigma so small that points lose every edge
+                raise UserError(str(exc).replace("graph.sigma", "sigma")) from None
+
+        eig = None
+        p = algo.required_eigenpairs()
+        if p:
+            from .spectral import laplacian_eigenpairs
+
+            eig, _ = laplacian_eigenpairs(graph, p, cache=cache)
+        algo.fit(graph, labeled, y_enc, classes.size, eig=eig, cache=cache)
+
+        self.classes_ = classes
+        self.algorithm_ = algo
+        self.graph_ = graph
+        self._index = index  # faiss index of the training points (None: precomputed graph)
+        self._k = int(self.n_neighbors)  # as fitted: set_params after fit does not change predict
+        self.sigma_ = None if precomputed else float(graph.sigma)
+        self.label_distributions_ = label_distributions(algo.scores_)
+        self.transduction_ = classes[algo.predict()]
+        self.n_iter_ = int(algo.info_.get(self._n_iter_key, 0))
+        judged = label_judgement(algo, labeled, y_enc)
+        if judged is not None:
+            quality, issues = judged
+            self.label_quality_ = np.full(n, np.nan)
+            self.label_quality_[labeled] = quality
+            self.label_issues_ = np.zeros(n, dtype=bool)
+            self.label_issues_[labeled] = issues
+        return self
+
+    # ---- new points ---------------------------------------------------------------------------------------
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of new points: the kernel-weighted vote of the fitted label distributions of
+        their ``n_neighbors`` nearest training points (``graph="precomputed"``: X holds the affinities of
+        the new points to the training points, shape (m, n_train))."""
+        check_is_fitted(self)
+        if self._index is None:  # graph="precomputed" at fit
+            K = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            if (K.data if sp.issparse(K) else K).min(initial=0.0) < 0:
+                raise ValueError("graph='precomputed': affinities must be non-negative")
+            P = np.asarray(K @ self.label_distributions_)
+            total = P.sum(axis=1, keepdims=True)
+            c = self.classes_.size
+            return np.divide(P, total, out=np.full_like(P, 1.0 / c), where=total > 0)
+        Xq = validate_data(self, X, dtype=np.float32, reset=False)
+        return self._knn_vote(Xq)
+
+    def _knn_vote(self, Xq: np.ndarray) -> np.ndarray:
+        k = min(self._k, self._index.ntotal)
+        two_s2 = 2.0 * self.sigma_ ** 2
+        out = np.empty((Xq.shape[0], self.classes_.size))
+        for s in range(0, Xq.shape[0], _PREDICT_CHUNK):
+            dist, idx = knn_query(self._index, Xq[s:s + _PREDICT_CHUNK], k)
+            d2 = dist ** 2
+            # weights relative to the nearest neighbour's: the same vote once normalised, and no underflow
+            # to 0/0 for a point far from every training point (it then follows its nearest neighbours)
+            w = np.exp(-(d2 - d2[:, :1]) / two_s2)
+            P = np.einsum("mk,mkc->mc", w, self.label_distributions_[idx])
+            out[s:s + _PREDICT_CHUNK] = P / P.sum(axis=1, keepdims=True)
+        return out
+
+    def predict(self, X) -> np.ndarray:
+        """Labels of new points: the argmax of :meth:`predict_proba`, in ``classes_``."""
+        check_is_fitted(self)
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of :meth:`predict` on the rows of (X, y) that carry a label; rows with y == -1 are left
+        out (so cross-validation scores partly labelled folds on their labelled points)."""
+        y = column_or_1d(y, warn=True)
+        keep = ~_unlabeled_mask(y)
+        if not keep.any():
+            raise ValueError("y has no labelled row to score: every entry is -1")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight)[keep]
+        pred = self.predict(_safe_indexing(X, np.flatnonzero(keep)))
+        return float(accuracy_score(y[keep], pred, sample_weight=sample_weight))
+
+    # ---- pickling: the faiss index travels as faiss's own serialisation ------------------------------
+    def __getstate__(self):
+        state = super().__getstate__()
+        if state.get("_index") is not None:
+            from .graph import _faiss
+
+            state = dict(state)
+            state["_index"] = _faiss().serialize_index(state["_index"])
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("_index"), np.ndarray):
+            from .graph import _faiss
+
+            state = dict(state)
+            state["_index"] = _faiss().deserialize_index(state["_index"])
+        super().__setstate__(state)
+
+
+def _common_dtype(values: np.ndarray) -> np.ndarray:
+    """An object array of labels (after the -1 entries were taken out) as a plain array when its values
+    allow (all strings, all numbers); mixed types stay objects and are refused by the target check."""
+    try:
+        out = np.asarray(values.tolist())
+    except (TypeError, ValueError):
+        return values
+    return out if out.dtype.kind in "iufUSb" else values
+
+
+def _precomputed_graph(W) -> Graph:
+    """A user's affinity matrix as a :class:`Graph`: square, non-negative, symmetric; the diagonal
+    (self-loops) is dropped, as in Zhou et al.'s LGC."""
+    W = sp.csr_matrix(W, dtype=np.float64)
+    n, m = W.shape
+    if n != m:
+        raise ValueError(f"graph='precomputed' needs a square n x n affinity matrix; got shape {W.shape}")
+    W.sum_duplicates()
+    if W.nnz and W.data.min() < 0:
+        raise ValueError("graph='precomputed': affinities must be non-negative")
+    scale = float(np.abs(W.data).max(initial=0.0))
+    asym = abs(W - W.T)
+    if asym.nnz and float(asym.max()) > 1e-10 * max(scale, 1e-300):
+        raise ValueError("graph='precomputed' needs a symmetric affinity matrix (W == W.T); symmetrise it "
+                         "first, e.g. W.maximum(W.T) (union) or W.minimum(W.T) (mutual)")
+    W = (W - sp.diags(W.diagonal())).tocsr()
+    W.eliminate_zeros()
+    W.sort_indices()
+    h = hashlib.sha256()
+    for a in (W.indptr, W.indices, W.data):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return Graph(W=W, sigma=float("nan"), key=stable_hash({"precomputed": h.hexdigest(), "n": n, "v": 1}))
+
+
+# --------------------------------------------------------------------------------------------------------
+# The estimators: parameters and defaults are the algorithms' (tests/test_sklearn.py checks that they match)
+# --------------------------------------------------------------------------------------------------------
+
+
+class LGCClassifier(_GraphSSLClassifier):
+    """Local and Global Consistency (Zhou et al. 2004), :class:`lgcexp.algorithms.lgc.LGC`:
+    ``F = (I - alpha S)^-1 Y`` by conjugate gradient (``solver="cg"``, to relative residual ``tol``) or the
+    fixed-point iteration (``solver="power"``, ``t`` steps). Graph parameters: see :mod:`lgcexp.sklearn`."""
+
+    _algo = "lgc"
+    _parameter_constraints = _constraints("lgc")
+
+    def __init__(self, *, alpha=0.9, solver="cg", tol=1e-10, maxiter=10_000, t=1000,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+        self.alpha = alpha
+        self.solver = solver
+        self.tol = tol
+        self.maxiter = maxiter
+        self.t = t
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.cache_dir = cache_dir
+
+
+class GFHFClassifier(_GraphSSLClassifier):
+    """Gaussian Fields and Harmonic Functions (Zhu et al. 2003), :class:`lgcexp.algorithms.gfhf.GFHF`:
+    labelled points clamped, harmonic solution on the others; ``cmn`` class mass normalisation."""
+
+    _algo = "gfhf"
+    _parameter_constraints = _constraints("gfhf")
+
+    def __init__(self, *, tol=1e-8, maxiter=20_000, cmn=False,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+        self.tol = tol
+        self.maxiter = maxiter
+        self.cmn = cmn
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.cache_dir = cache_dir
+
+
+class AutoLClassifier(_GraphSSLClassifier):
+    """LGC_LVO_AutoL, :class:`lgcexp.algorithms.autol.AutoL`: one reliability weight per given label,
+    learned by minimising LGC's leave-one-out loss; the corrected labels are then propagated by LGC.
+    ``label_quality_``: the corrected probability of each given label; ``label_issues_``: the labels whose
+    corrected argmax is another class. Needs TensorFlow."""
+
+    _algo = "autoL"
+    _n_iter_key = "opt_steps"
+    _parameter_constraints = _constraints("autoL")
+
+    def __init__(self, *, mu=0.1111, loss="xent", normalize="softmax", lr=0.7, steps=5000, beta1=0.9,
+                 beta2=0.999, epsilon=1e-7, solver="cg", tol=1e-6, maxiter=10_000, t=1000, lgc_alpha=0.9,
+                 dtype="float32", xla=True, chunk=500,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+        self.mu = mu
+        self.loss = loss
+        self.normalize = normalize
+        self.lr = lr
+        self.steps = steps
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.solver = solver
+        self.tol = tol
+        self.maxiter = maxiter
+        self.t = t
+        self.lgc_alpha = lgc_alpha
+        self.dtype = dtype
+        self.xla = xla
+        self.chunk = chunk
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.cache_dir = cache_dir
+
+
+class AutoDClassifier(_GraphSSLClassifier):
+    """LGC_LVO_AutoD, :class:`lgcexp.algorithms.autod.AutoD`: LGC whose alpha is chosen by the
+    leave-one-out loss, computed from the ``p`` smoothest Laplacian eigenpairs (``p`` < number of points)."""
+
+    _algo = "autoD"
+    _parameter_constraints = _constraints("autoD")
+
+    def __init__(self, *, p=300, loo="spectral", loo_tol=1e-6, remove_diag=True, search="grid", select="acc",
+                 loss="ce", x_min=1.0, x_max=100.0, x_step=1.0, x0=10.0, lr=0.05, steps=300, eps=1e-7,
+                 smoothing=0.01, tol=1e-10, maxiter=10_000,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+        self.p = p
+        self.loo = loo
+        self.loo_tol = loo_tol
+        self.remove_diag = remove_diag
+        self.search = search
+        self.select = select
+        self.loss = loss
+        self.x_min = x_min
+        self.x_max = x_max
+        self.x_step = x_step
+        self.x0 = x0
+        self.lr = lr
+        self.steps = steps
+        self.eps = eps
+        self.smoothing = smoothing
+        self.tol = tol
+        self.maxiter = maxiter
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.cache_dir = cache_dir
+
+
+class SIISClassifier(_GraphSSLClassifier):
+    """SIIS (Gong et al. 2017), :class:`lgcexp.algorithms.siis.SIIS`, on the ``m`` smoothest Laplacian
+    eigenvectors. ``label_issues_``: the given labels the fit moved away from; ``label_quality_``: the
+    share of the given label in the label's (clipped) score row."""
+
+    _algo = "siis"
+    _parameter_constraints = _constraints("siis")
+
+    def __init__(self, *, m=30, lambda1=100.0, lambda2=10.0, mu=1.0, rho=1.2, mu_max=1e7, tol=1e-4,
+                 max_iter=1000, multiplier_init="ones", drop_trivial=False, normalize_weights=False,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+        self.m = m
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.mu = mu
+        self.rho = rho
+        self.mu_max = mu_max
+        self.tol = tol
+        self.max_iter = max_iter
+        self.multiplier_init = multiplier_init
+        self.drop_trivial = drop_trivial
+        self.normalize_weights = normalize_weights
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.cache_dir = cache_dir
+
+
+#: algorithm name (``algo=`` of the command) -> estimator class
+ESTIMATORS: dict[str, type[_GraphSSLClassifier]] = {
+    "lgc": LGCClassifier, "gfhf": GFHFClassifier, "autoL": AutoLClassifier, "autoD": AutoDClassifier,
+    "siis": SIISClassifier,
+}
+
+
+def expected_failed_checks(estimator: Any) -> dict[str, str]:
+    """The scikit-learn estimator checks that cannot apply to a transductive graph method, each with the
+    reason: pass it to ``check_estimator(est, expected_failed_checks=...)`` or
+    ``parametrize_with_checks(..., expected_failed_checks=expected_failed_checks)`` (scikit-learn >= 1.6
+    lists expected failures there rather than in the estimator's tags)."""
+    return estimator._expected_failed_checks()
