@@ -82,7 +82,9 @@ def _graph_constraints() -> dict[str, list]:
     """The graph parameters: KnnGraph's own table, ``k`` spelled ``n_neighbors`` as in scikit-learn."""
     return {
         "graph": [StrOptions(set(GRAPHS))],
-        **sklearn_constraints(KnnGraph._parameter_constraints, _GRAPH_RENAME),
+        # the Gaussian kNN graph's k, sigma and symmetrize (its other kernels are not exposed here yet)
+        **sklearn_constraints({k: v for k, v in KnnGraph._parameter_constraints.items()
+                               if k in ("k", "sigma", "symmetrize")}, _GRAPH_RENAME),
         "cache_dir": [None, str, os.PathLike],
     }
 

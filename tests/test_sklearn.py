@@ -68,7 +68,7 @@ def test_one_estimator_per_algorithm():
 def test_parameters_are_the_algorithms_and_the_graphs(algo):
     est = ESTIMATORS[algo]()
     cls = algorithm_class(algo)
-    knn = constructor_defaults(KnnGraph)
+    knn = constructor_defaults(KnnGraph)  # kernel and local_scale are not exposed by the estimators yet
     assert GRAPH_DEFAULTS["n_neighbors"] == knn["k"]
     assert {k: GRAPH_DEFAULTS[k] for k in ("sigma", "symmetrize")} == {k: knn[k] for k in ("sigma", "symmetrize")}
     assert est.get_params() == {**constructor_defaults(cls), **GRAPH_DEFAULTS}
@@ -89,7 +89,8 @@ def test_translated_constraints_accept_what_the_tables_accept(algo):
 
     est = ESTIMATORS[algo]()
     tables = {**algorithm_class(algo)._parameter_constraints,
-              **{("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()}}
+              **{("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()
+                 if k in ("k", "sigma", "symmetrize")}}
     for name, ours in tables.items():
         theirs = [make_constraint(c) for c in est._parameter_constraints[name]]
         for v in PROBES + [est.get_params()[name]]:
