@@ -413,6 +413,36 @@ def _check_pll_arrays(a: dict[str, np.ndarray], l: int) -> str | None:
     return None
 
 
+def cached_propagation_submatrix(graph: Graph, labeled: np.ndarray, alpha: float, *, cache: Any = None,
+                                 solver: str = "cg", tol: float = 1e-6, maxiter: int = 10_000, t: int = 1000,
+                                 dtype: str = "float32", progress: bool = False) -> tuple[np.ndarray, dict]:
+    """:func:`propagation_submatrix` through the on-disk cache (``cache``: a :class:`lgcexp.cache.Cache` or
+    None). The key is the graph, the labelled set, alpha and the solver settings, so AutoL and LGC's label
+    judgement share an entry where they use the same alpha. Returns (P_LL, stats with ``cache_hit``)."""
+    from ..cache import stable_hash
+
+    labeled = np.asarray(labeled, dtype=np.int64)
+
+    def compute() -> dict[str, np.ndarray]:
+        P, st = propagation_submatrix(graph.S, labeled, alpha, solver=solver, tol=tol, maxiter=maxiter, t=t,
+                                      dtype=dtype, progress=progress)
+        return {"P": P, "seconds": np.array(st["seconds"]), "iterations": np.array(st["iterations"]),
+                "residual": np.array(st["residual"])}
+
+    if cache is None:
+        arrays, hit = compute(), False
+    else:
+        import hashlib
+
+        key = stable_hash({"graph": graph.key, "labeled": hashlib.sha256(labeled.tobytes()).hexdigest(),
+                           "alpha": alpha, "solver": solver, "tol": tol, "t": t, "dtype": dtype, "v": 1})
+        l = labeled.size
+        arrays, hit = cache.get_or_compute("pll", key, compute, validate=lambda a: _check_pll_arrays(a, l))
+    stats = {"seconds": float(arrays["seconds"]), "iterations": int(arrays["iterations"]),
+             "residual": float(arrays["residual"]), "cache_hit": hit}
+    return np.asarray(arrays["P"], dtype=np.float64), stats
+
+
 class AutoL(GraphSSLAlgorithm):
     """LGC_LVO_AutoL (see the module docstring). Parameters:
 
@@ -424,6 +454,12 @@ class AutoL(GraphSSLAlgorithm):
     After ``fit``: ``scores_`` (LGC on the corrected labels), ``labeled_pred_`` (argmax of the corrected
     labels Q), ``lgc_labeled_pred_`` (argmax of the LGC output on the labelled rows), ``omega_``,
     ``corrected_`` (Q), ``dropped_`` (omega <= 0), ``suspicion_`` (-omega), ``info_``, ``label_info_``.
+
+    Label judgement (:meth:`label_judgement`, docs/label_issues.md): each label's share of the
+    leave-one-out vote of the other labels weighted by the learnt omega, ``normalize_rows(P~ diag(max(omega,
+    0)) B)``. Unlike the softmax Q it does not depend on the scale of omega (which Adam drives to ~1000, a
+    sharpening), so it is a proportion in [0, 1] with one meaning for every run. The method's own verdict
+    (``detect.cut=method``) is omega <= 0.
     """
 
     name = "autoL"
@@ -492,27 +528,9 @@ class AutoL(GraphSSLAlgorithm):
                                cache: Any = None) -> tuple[np.ndarray, dict]:
         """P_LL, from the on-disk cache when one is given: it depends on the graph, the labelled set and
         alpha, not on the labels, the noise or the loss, so a sweep computes it once per seed."""
-        from ..cache import stable_hash
-
-        def compute() -> dict[str, np.ndarray]:
-            P, st = propagation_submatrix(graph.S, labeled, self.alpha, solver=self.solver, tol=self.tol,
-                                          maxiter=self.maxiter, t=self.t, dtype=self.dtype, progress=progress)
-            return {"P": P, "seconds": np.array(st["seconds"]), "iterations": np.array(st["iterations"]),
-                    "residual": np.array(st["residual"])}
-
-        if cache is None:
-            arrays, hit = compute(), False
-        else:
-            import hashlib
-
-            key = stable_hash({"graph": graph.key, "labeled": hashlib.sha256(labeled.tobytes()).hexdigest(),
-                               "alpha": self.alpha, "solver": self.solver, "tol": self.tol, "t": self.t,
-                               "dtype": self.dtype, "v": 1})
-            l = labeled.size
-            arrays, hit = cache.get_or_compute("pll", key, compute, validate=lambda a: _check_pll_arrays(a, l))
-        stats = {"seconds": float(arrays["seconds"]), "iterations": int(arrays["iterations"]),
-                 "residual": float(arrays["residual"]), "cache_hit": hit}
-        return np.asarray(arrays["P"], dtype=np.float64), stats
+        return cached_propagation_submatrix(graph, labeled, self.alpha, cache=cache, solver=self.solver,
+                                            tol=self.tol, maxiter=self.maxiter, t=self.t, dtype=self.dtype,
+                                            progress=progress)
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         l = labeled.size
@@ -533,6 +551,7 @@ class AutoL(GraphSSLAlgorithm):
                                       epsilon=self.epsilon, xla=self.xla, chunk=self.chunk, progress=progress)
         log.info("AutoL: %d Adam steps in %.2fs, loss %.5f -> %.5f", self.steps, ost["seconds"],
                  ost["loss_initial"], ost["loss_final"])
+        self._y = np.asarray(y_labeled, dtype=np.int64)
         # 7. corrected labels, then LGC on them
         Q = model.predict(omega)
         B = one_hot(y_labeled, n_classes)
@@ -551,6 +570,7 @@ class AutoL(GraphSSLAlgorithm):
         self.lgc_labeled_pred_ = F[labeled].argmax(axis=1)
         self.dropped_ = dropped
         self.suspicion_ = -omega
+        self._P = P
         self.label_info_ = {
             "omega": omega,
             "corrected_label": self.labeled_pred_,
@@ -576,3 +596,12 @@ class AutoL(GraphSSLAlgorithm):
             "opt_steps": int(self.steps),
             "lgc_iterations": int(lgc_it),
         })
+
+    def label_judgement(self):
+        """The vote share of every label among the omega-weighted leave-one-out votes of the other labels;
+        the method's own verdict: omega <= 0 (see the class docstring)."""
+        from ..label_issues import LabelJudgement, graph_loo_probs
+
+        probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
+        return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
+                              source="autoL: leave-one-out vote share at the learnt label weights")
