@@ -7,8 +7,12 @@ distribution ``probs`` (l x c) and the given labels ``y`` (l,):
 - :func:`label_quality`: ``probs[i, y_i]``, the share of the evidence that backs the given label: in
   [0, 1], higher = more trustworthy, the same meaning for every method;
 - :func:`suggested_labels`: the class with the most evidence (``argmax``);
+- :func:`feature_probs` and :func:`combine_views`: the *feature view*, a shrinkage LDA fitted out-of-fold
+  on the labels the method's evidence keeps, combined with that evidence by a geometric mean where it
+  agrees with the kept labels often enough (:func:`judge`);
 - :func:`decide`: the decision ``is_label_issue`` by one of the cut rules (:data:`CUTS`), none of which
-  needs clean labels: ``suggested`` (the suggested label differs from the given one), confident learning
+  needs clean labels: ``consensus`` (default: the method's evidence and the combined view both prefer
+  another class), ``suggested`` (the suggested label differs from the given one), confident learning
   (:func:`confident_learning`: per-class thresholds on ``probs``), a fixed ``threshold`` on the quality,
   or the method's own decision (``method``: AutoL's omega <= 0);
 - :func:`detection_metrics`: how well quality and decision find the flipped labels (when known);
@@ -33,8 +37,9 @@ from .params import Boolean, Configurable, Interval, Options
 
 __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
-    "suggested_labels", "graph_loo_probs", "confident_thresholds", "confident_joint", "confident_learning",
-    "decide", "knn_oof_probs", "detection_metrics", "issues_frame", "judge", "find_label_issues",
+    "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "combine_views", "confident_thresholds",
+    "confident_joint", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
+    "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame", "find_label_issues",
 ]
 
 ISSUES_FILE = "label_issues.csv"
@@ -344,8 +349,8 @@ def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None =
       lowest ``probs[:, i]``;
     - ``both``: flagged by both prunings.
 
-    In every filter a point whose given label is its most likely class is not flagged, and no class loses
-    so many labels that fewer than ``min_per_class`` remain. Written from the paper (cleanlab, AGPL, is
+    In every filter a point whose given label is its most likely class is not flagged; the two prunings
+    never leave a class with fewer than ``min_per_class`` labels. Written from the paper (cleanlab, AGPL, is
     not used; ``tests/test_label_issues.py`` compares with it where it is installed)."""
     probs = np.asarray(probs, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
