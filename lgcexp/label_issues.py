@@ -38,7 +38,7 @@ from .params import Boolean, Configurable, Interval, Options
 __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
     "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "combine_views", "confident_thresholds",
-    "confident_joint", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
+    "confident_joint", "calibrated_counts", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
     "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame", "find_label_issues",
 ]
 
@@ -323,15 +323,28 @@ def confident_joint(probs: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
     return C, guess
 
 
-def _calibrated_joint(C: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Confident learning's calibration: each row of C scaled to the number of points given that label,
-    then divided by the total: the estimated joint distribution Q[given, true]."""
+def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Integers per cell whose row sums are ``totals``: each cell's floor, plus one for the cells with the
+    largest remainders (largest-remainder rounding, row by row)."""
+    F = np.floor(M).astype(np.int64)
+    rem = M - F
+    for i in range(M.shape[0]):
+        extra = int(round(float(totals[i]))) - int(F[i].sum())
+        if extra > 0:
+            F[i, np.argsort(-rem[i], kind="stable")[:extra]] += 1
+    return F
+
+
+def calibrated_counts(C: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Confident learning's calibration of the confident joint, as integer counts: each class keeps at
+    least one confident point of its own (diagonal >= 1), each row is scaled to the number of points given
+    that label and rounded preserving that number (so ``counts[i, j] = l Q[i, j]``, Q the estimated joint
+    distribution of given and true labels)."""
+    C = np.array(C, dtype=np.float64)
+    np.fill_diagonal(C, np.maximum(np.diag(C), 1.0))
     counts = np.bincount(y, minlength=C.shape[0]).astype(np.float64)
-    rows = C.sum(axis=1).astype(np.float64)
-    Ct = np.zeros(C.shape)
-    np.divide(C * counts[:, None], rows[:, None], out=Ct, where=rows[:, None] > 0)
-    total = Ct.sum()
-    return Ct / total if total > 0 else Ct
+    Ct = C * (counts / C.sum(axis=1))[:, None]
+    return _round_rows(Ct, counts)
 
 
 def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None = None, *,
@@ -339,19 +352,20 @@ def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None =
     """Confident learning (Northcutt, Jiang & Chuang 2021, JAIR 70): which labels to prune.
 
     ``t_j`` = mean ``probs[:, j]`` over points labelled j; ``C[i, j]`` counts points labelled i whose most
-    likely class among those reaching their threshold is j; ``Q`` = C with each row scaled to the number of
-    points labelled i, normalised to sum 1. With l labelled points:
+    likely class among those reaching their threshold is j; ``N`` = C calibrated (:func:`calibrated_counts`:
+    row i scaled to the number of points labelled i, rounded preserving it). Then:
 
     - ``confident_joint``: the off-diagonal entries of C (a point labelled i counted under j != i);
-    - ``prune_by_noise_rate``: for every i != j, the ``round(l Q[i, j])`` points labelled i with the largest
-      margin ``probs[:, j] - probs[:, i]``;
-    - ``prune_by_class``: for every class i, the ``round(l sum_{j != i} Q[i, j])`` points labelled i with the
-      lowest ``probs[:, i]``;
+    - ``prune_by_noise_rate``: for every i != j, the ``N[i, j]`` points labelled i with the largest margin
+      ``probs[:, j] - probs[:, i]`` (chosen for each j independently: a point may be chosen for two);
+    - ``prune_by_class``: for every class i, the ``sum_{j != i} N[i, j]`` points labelled i with the lowest
+      ``probs[:, i]``;
     - ``both``: flagged by both prunings.
 
     In every filter a point whose given label is its most likely class is not flagged; the two prunings
-    never leave a class with fewer than ``min_per_class`` labels. Written from the paper (cleanlab, AGPL, is
-    not used; ``tests/test_label_issues.py`` compares with it where it is installed)."""
+    never plan to remove so many labels of a class that fewer than ``min_per_class`` remain (the counts
+    are scaled down). Written from the paper (cleanlab, AGPL, is not used; ``tests/test_label_issues.py``
+    compares with it where it is installed)."""
     probs = np.asarray(probs, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     c = int(probs.shape[1] if n_classes is None else n_classes)
@@ -365,34 +379,24 @@ def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None =
     if filter_by == "confident_joint":
         flag = (guess >= 0) & (guess != y)
     else:
-        Q = _calibrated_joint(C, y)
+        N = calibrated_counts(C, y)
         by_rate = np.zeros(l, dtype=bool)
         by_class = np.zeros(l, dtype=bool)
         for i in range(c):
             members = np.flatnonzero(y == i)
             if not members.size:
                 continue
+            off = N[i].copy()
+            off[i] = 0
             budget = max(0, members.size - int(min_per_class))
+            if off.sum() > budget:
+                off = np.floor(off * budget / off.sum()).astype(np.int64)
             if filter_by in ("prune_by_noise_rate", "both"):
-                taken = 0
-                for j in range(c):
-                    if j == i:
-                        continue
-                    n = int(round(l * Q[i, j]))
-                    n = min(n, budget - taken)
-                    if n <= 0:
-                        continue
+                for j in np.flatnonzero(off > 0):
                     margin = probs[members, j] - probs[members, i]
-                    order = np.argsort(-margin, kind="stable")
-                    chosen = [m for m in members[order] if not by_rate[m]][:n]
-                    by_rate[chosen] = True
-                    taken += len(chosen)
-            if filter_by in ("prune_by_class", "both"):
-                n = int(round(l * (Q[i].sum() - Q[i, i])))
-                n = min(n, budget)
-                if n > 0:
-                    order = np.argsort(probs[members, i], kind="stable")
-                    by_class[members[order[:n]]] = True
+                    by_rate[members[np.argsort(-margin, kind="stable")[:off[j]]]] = True
+            if filter_by in ("prune_by_class", "both") and off.sum() > 0:
+                by_class[members[np.argsort(probs[members, i], kind="stable")[:off.sum()]]] = True
         flag = by_rate if filter_by == "prune_by_noise_rate" else by_class if filter_by == "prune_by_class" \
             else by_rate & by_class
     # never flag a label that is its point's most likely class

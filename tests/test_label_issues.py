@@ -127,7 +127,9 @@ def test_confident_learning_hand_worked():
     assert C.tolist() == [[2, 1], [1, 2]]
     # off-diagonal of the confident joint
     assert np.flatnonzero(li.confident_learning(CL_PROBS, CL_Y, filter_by="confident_joint")).tolist() == [2, 6]
-    # calibrated joint: each row scaled to 4 labels -> [[8/3, 4/3], [4/3, 8/3]] / 8; l Q[0,1] = 4/3 -> 1 label
+    # calibrated counts: each row [2, 1] scaled to the 4 labels of its class -> [8/3, 4/3] -> rounded
+    # preserving 4: [3, 1] (the larger remainder, 2/3, gets the extra unit)
+    assert li.calibrated_counts(C, CL_Y).tolist() == [[3, 1], [1, 3]]
     # prune by noise rate: the label-0 point with the largest margin p1 - p0 (point 2), and the label-1
     # point with the largest p0 - p1 (point 6)
     assert np.flatnonzero(li.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_noise_rate")).tolist() == [2, 6]
@@ -145,8 +147,9 @@ def test_confident_learning_never_flags_the_most_likely_class_and_counts_by_rate
     # t = (0.35, 0.65); confident classes 1, 0, 1 | 1, 0, 1 (point 5 reaches both: the larger, 1)
     C, guess = li.confident_joint(probs, y, 2)
     assert guess.tolist() == [1, 0, 1, 1, 0, 1] and C.tolist() == [[1, 2], [1, 2]]
-    # l Q = C (rows already sum to 3): prune 2 of class 0 towards 1 by margin (points 0 and 2), 1 of class
-    # 1 towards 0 (point 4, the largest p0 - p1), but point 4's own class is its most likely: kept
+    # calibrated = C (rows already sum to 3): prune 2 of class 0 towards 1 by margin (points 0 and 2), 1 of
+    # class 1 towards 0 (point 4, the largest p0 - p1), but point 4's own class is its most likely: kept
+    assert li.calibrated_counts(C, y).tolist() == [[1, 2], [1, 2]]
     flags = li.confident_learning(probs, y, filter_by="prune_by_noise_rate")
     assert np.flatnonzero(flags).tolist() == [0, 2]
     assert np.flatnonzero(li.confident_learning(probs, y, filter_by="confident_joint")).tolist() == [0, 2]
@@ -155,7 +158,8 @@ def test_confident_learning_never_flags_the_most_likely_class_and_counts_by_rate
 def test_confident_learning_against_cleanlab_when_installed():
     cleanlab = pytest.importorskip("cleanlab.filter")
     rng = np.random.default_rng(3)
-    for trial in range(5):
+    diff: dict = {}
+    for trial in range(20):
         l, c = 120, 4
         y_true = rng.integers(0, c, l)
         logits = rng.normal(size=(l, c)) + 2.5 * np.eye(c)[y_true]
@@ -163,11 +167,15 @@ def test_confident_learning_against_cleanlab_when_installed():
         y = y_true.copy()
         flip = rng.random(l) < 0.2
         y[flip] = (y[flip] + rng.integers(1, c, flip.sum())) % c
-        for fb in ("prune_by_noise_rate", "prune_by_class", "both"):
-            ours = li.confident_learning(probs, y, c, filter_by=fb)
+        for ours_name, fb in (("prune_by_noise_rate",) * 2, ("prune_by_class",) * 2, ("both",) * 2,
+                              ("confident_joint", "confident_learning")):
+            ours = li.confident_learning(probs, y, c, filter_by=ours_name)
             theirs = cleanlab.find_label_issues(y, probs, filter_by=fb)
-            # small differences come from rounding of the per-cell counts; the sets must nearly agree
-            assert (ours ^ theirs).sum() <= max(3, 0.1 * theirs.sum()), (trial, fb)
+            diff.setdefault(fb, []).append(((ours ^ theirs).sum(), theirs.sum()))
+    # the same sets up to a few labels (details of cleanlab's count adjustments): under 5 % of the flagged
+    for fb, v in diff.items():
+        d, n = np.sum(v, axis=0)
+        assert d <= 0.05 * n, (fb, v)
 
 
 # --- baselines --------------------------------------------------------------------------------------------
