@@ -155,6 +155,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         out.append(r)
     df = pd.DataFrame(out)
     df["detector"] = pd.Categorical(df["detector"], DETECTORS, ordered=True)
+    df["noise"] = pd.Categorical(df["noise"], ["uniform", "pairwise"], ordered=True)
     return df.sort_values(["dataset", "noise", "rate", "detector"]).reset_index(drop=True)
 
 
@@ -168,7 +169,7 @@ def markdown(summary: pd.DataFrame) -> str:
              "sugg: share of flipped labels whose suggested label is the clean one. `–`: undefined (no flips). "
              "Made by `scripts/label_issues_table.py`; see docs/label_issues.md.",
              ""]
-    for (ds, noise), block in summary.groupby(["dataset", "noise"], sort=False):
+    for (ds, noise), block in summary.groupby(["dataset", "noise"], sort=False, observed=True):
         lines += [f"## {ds.upper()}, {noise} noise", "",
                   "| noise | detector | n | AUC | AP | P | R | F1 | P@k | FA | sugg |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
