@@ -2,6 +2,9 @@
 
 Reproduces de Aquino Afonso & Berton, "Optimizing Diffusion Rate and Label Reliability
 in a Graph-based Semi-supervised Classifier" (LGC_LVO_AutoL / LGC_LVO_AutoD).
+
+``lgcexp.find_label_issues(X, labels, ...)``: which given labels look wrong and what they should be
+(:mod:`lgcexp.label_issues`), without Hydra.
 """
 
 __version__ = "0.1.0"
@@ -9,3 +12,12 @@ __version__ = "0.1.0"
 from .locations import register_resolver as _register_resolver
 
 _register_resolver()  # conf/paths/default.yaml reads the default data/cache directories through it
+
+
+def __getattr__(name: str):
+    """``find_label_issues`` is imported on first use (it pulls in pandas and scikit-learn)."""
+    if name == "find_label_issues":
+        from .label_issues import find_label_issues
+
+        return find_label_issues
+    raise AttributeError(f"module 'lgcexp' has no attribute {name!r}")

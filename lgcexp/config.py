@@ -43,7 +43,9 @@ PATHS_PARAMETERS = {
 }
 #: sections (config groups and plain sections) every config has
 SECTIONS = ("dataset", "noise", "graph", "algo", "labels", "eig", "paths")
-TOP_KEYS = (*TOP_PARAMETERS, *SECTIONS, "suggested", "hydra")
+#: optional sections (a config without one gets the defaults)
+OPTIONAL_SECTIONS = ("detect",)
+TOP_KEYS = (*TOP_PARAMETERS, *SECTIONS, *OPTIONAL_SECTIONS, "suggested", "hydra")
 
 
 def to_container(cfg: Any) -> dict[str, Any]:
@@ -77,6 +79,7 @@ class RunPlan:
     seed: int
     n_labels: int | None  # None: the data's own labelled set is used (a diagnosis run)
     loss: str | None     # the loss the run used (methods that take one), else None
+    detect: Any = None   # lgcexp.label_issues.DetectOptions (label issues of methods that judge labels)
 
     @property
     def n_eigenpairs(self) -> int:
@@ -141,9 +144,22 @@ def plan(cfg: Any) -> RunPlan:
     algorithm = cls(**params)
     used_loss = params.get("loss") if cls.losses else None
     eig = {k: v for k, v in c["eig"].items() if k != "p"}
+    detect = _detect_options(c.get("detect"))
     return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
                    seed=int(c["seed"]), n_labels=None if c["labels"]["n"] is None else int(c["labels"]["n"]),
-                   loss=used_loss)
+                   loss=used_loss, detect=detect)
+
+
+def _detect_options(section: Any) -> Any:
+    """The ``detect`` section (label issues) checked against its parameter table; absent: the defaults."""
+    from .label_issues import DetectOptions
+
+    if section is None:
+        return DetectOptions()
+    if not isinstance(section, dict):
+        raise UserError(f"detect={fmt_value(section)} is not allowed: it must be a mapping of parameters")
+    DetectOptions.check_config(section)
+    return DetectOptions(**section)
 
 
 def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = False) -> None:

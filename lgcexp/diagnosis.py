@@ -17,9 +17,12 @@ What a diagnosis run adds to the usual record (``result.json``):
 - ``noise``, ``noise_rate``: null (no noise was added); ``not_used``: options set that played no part;
 - ``classes``: the label values as the file spells them (class k is ``classes[k]``);
 - ``n_disagree``: given labels the method's labelled prediction disagrees with (candidates for a check);
-- ``label_issue_report``: the files written by :func:`report_label_issues`.
+- ``label_issue_report``: the files written by :func:`report_label_issues` (``label_issues.csv``, the
+  main output: which given labels look wrong and what they should be, and ``label_issues.png``);
+- ``n_label_issues``: the labels flagged (``detect_*`` when the file has trusted labels).
 
-Outputs: ``predictions.csv`` (every point: ``index``, ``predicted`` in the file's label values,
+Outputs: ``label_issues.csv`` and ``label_issues.png`` (methods that judge labels: lgc, autoL, siis;
+docs/label_issues.md), ``predictions.csv`` (every point: ``index``, ``predicted`` in the file's label values,
 ``confidence``, ``score``, ``given_label``, and ``clean_label`` when there is truth), ``labels.csv`` (the
 given labels: ``index``, ``observed_label``, ``predicted``, [``clean_label``, ``flipped``], then the
 method's per-label columns), and ``result.json`` last.
@@ -60,14 +63,91 @@ class GivenLabels:
         return self.classes[self.y]
 
 
-def report_label_issues(algorithm: Any, given: GivenLabels, out_dir: Path) -> list[str]:
-    """Hook for the label-issue report of a diagnosis run.
+ISSUES_FIGURE = "label_issues.png"
 
-    Receives the fitted algorithm (``scores_``, ``labeled_pred_``, and for methods that judge labels
-    ``dropped_``/``suspicion_`` and ``label_info_``), the given labels and the output directory; writes its
-    files there and returns their names, recorded as ``label_issue_report`` in ``result.json``. Called after
-    ``labels.csv`` and ``predictions.csv`` are written and before ``result.json``. Default: writes nothing."""
-    return []
+
+def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped: np.ndarray | None = None) -> list[str]:
+    """The label-issue report of a diagnosis run: its main output.
+
+    ``issues``: the judgement (:class:`lgcexp.label_issues.JudgedLabels`; None for a method that does not
+    judge labels: nothing is written). Writes ``label_issues.csv`` (one row per given label, the flagged ones
+    first, most suspicious first, labels in the file's own values; ``is_flipped`` where the file has trusted
+    labels, empty where a row has none) and ``label_issues.png`` (the histogram of the label quality, flagged
+    and kept labels stacked, and the counts of given vs suggested labels among the flagged ones). Returns the
+    names of the files written, recorded as ``label_issue_report`` in ``result.json``."""
+    if issues is None:
+        return []
+    from .label_issues import ISSUES_FILE, issues_frame
+    from .records import write_table
+
+    known = given.y_clean >= 0
+    is_flipped = None
+    if known.any():
+        is_flipped = np.full(given.y.size, None, dtype=object)
+        is_flipped[known] = (given.y_clean != given.y)[known]
+        if known.all():
+            is_flipped = is_flipped.astype(bool)
+    frame = issues_frame(given.labeled, given.classes[given.y], given.classes[issues.suggested], issues.quality,
+                         issues.is_issue, is_flipped)
+    write_table(Path(out_dir) / ISSUES_FILE, frame)
+    written = [ISSUES_FILE]
+    try:
+        plot_label_issues(issues, given, Path(out_dir) / ISSUES_FIGURE)
+        written.append(ISSUES_FIGURE)
+    except Exception as exc:  # a figure must never cost the report
+        log.warning("label_issues.png not written: %s", exc)
+    return written
+
+
+def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: int = 30) -> None:
+    """``label_issues.png``: the label quality of kept and flagged labels (stacked histogram), and the
+    confusion of given vs suggested labels among the flagged ones (the classes most involved, at most
+    ``max_classes``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .cache import atomic_open
+
+    q = np.asarray(issues.quality)
+    flag = np.asarray(issues.is_issue, dtype=bool)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    bins = np.linspace(0.0, 1.0, 21)
+    ax1.hist([q[~flag], q[flag]], bins=bins, stacked=True, color=["#4c72b0", "#dd8452"],
+             label=[f"kept ({int((~flag).sum())})", f"flagged ({int(flag.sum())})"])
+    ax1.set_xlabel("label quality (share of the evidence for the given label)")
+    ax1.set_ylabel("labels")
+    ax1.set_title(f"{given.y.size} given labels, {int(flag.sum())} flagged")
+    ax1.legend()
+    c = given.classes.size
+    M = np.zeros((c, c), dtype=np.int64)
+    np.add.at(M, (given.y[flag], np.asarray(issues.suggested)[flag]), 1)
+    involved = np.flatnonzero(M.sum(axis=0) + M.sum(axis=1))
+    if involved.size > max_classes:
+        involved = involved[np.argsort(-(M.sum(axis=0) + M.sum(axis=1))[involved], kind="stable")[:max_classes]]
+        involved.sort()
+    if involved.size:
+        sub = M[np.ix_(involved, involved)]
+        ax2.imshow(sub, cmap="Oranges", aspect="auto")
+        names = [str(v) for v in given.classes[involved]]
+        ax2.set_xticks(range(involved.size), names, rotation=90 if involved.size > 8 else 0, fontsize=8)
+        ax2.set_yticks(range(involved.size), names, fontsize=8)
+        if involved.size <= 15:
+            for (i, j), v in np.ndenumerate(sub):
+                if v:
+                    ax2.text(j, i, str(v), ha="center", va="center", fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no label flagged", ha="center", va="center", transform=ax2.transAxes)
+        ax2.set_xticks([])
+        ax2.set_yticks([])
+    ax2.set_xlabel("suggested label")
+    ax2.set_ylabel("given label")
+    ax2.set_title("flagged labels: given vs suggested")
+    fig.tight_layout()
+    with atomic_open(path) as fh:
+        fig.savefig(fh, format="png", dpi=100)
+    plt.close(fig)
 
 
 def given_split(p: Any, data: Any) -> LabelSplit:
@@ -191,15 +271,16 @@ def label_columns(algorithm: Any, data: Any, split: LabelSplit) -> dict[str, np.
     return {**cols, **info}
 
 
-def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: LabelSplit) -> None:
-    """``labels.csv``, ``predictions.csv``, the label-issue report, figures (``plot=true``) and
-    ``result.json`` (last: its presence marks the run done)."""
+def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: LabelSplit, issues: Any = None) -> None:
+    """``labels.csv``, ``predictions.csv``, the label-issue report (``issues``: the judgement of a method
+    that judges labels), figures (``plot=true``) and ``result.json`` (last: its presence marks the run
+    done)."""
     algorithm = p.algorithm
     write_labels_csv(out / LABELS_FILE, label_columns(algorithm, data, split))
     write_labels_csv(out / PREDICTIONS_FILE, prediction_columns(algorithm, data, split))
     given = GivenLabels(labeled=split.labeled, y=split.y_observed, classes=np.asarray(data.classes),
                         y_clean=split.y_clean)
-    result["label_issue_report"] = list(report_label_issues(algorithm, given, out))
+    result["label_issue_report"] = list(report_label_issues(issues, given, out))
     if p.config.get("plot"):
         y_true = data.y if data.truth_known.all() else None  # evaluation curves only where all truth is known
         result["figures"] = algorithm.plot(out, y_true=y_true, split=split)
@@ -217,6 +298,9 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  n={r['n']}  classes={r['n_classes']}  given labels={r['n_labeled']}  unlabelled={r['n_unlabeled']}",
         f"  the method disagrees with {r['n_disagree']} of the {r['n_labeled']} given labels",
     ]
+    if r.get("label_issue_report"):
+        lines.append(f"  label issues: {r['n_label_issues']} of the {r['n_labeled']} given labels flagged "
+                     f"(label_issues.csv: every given label, most suspicious first, with a suggested label)")
     if "acc_unlabeled" in r:
         scored = f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)" if "n_scored_unlabeled" in r else ""
         lines.append(f"  accuracy against the file's clean labels{scored}: unlabelled {100 * r['acc_unlabeled']:.2f}%   "
@@ -227,5 +311,6 @@ def format_summary(r: dict[str, Any]) -> str:
         lines.append("  not used: " + ", ".join(f"{k}={fmt_value(v)}" for k, v in r["not_used"].items()))
     lines.append(f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})")
     if r.get("_out_dir"):
-        lines.append(f"  written: {r['_out_dir']}/{{{RESULT_FILE},{PREDICTIONS_FILE},{LABELS_FILE}}}")
+        files = [RESULT_FILE, *(r.get("label_issue_report") or []), PREDICTIONS_FILE, LABELS_FILE]
+        lines.append(f"  written: {r['_out_dir']}/{{{','.join(files)}}}")
     return "\n".join(lines)

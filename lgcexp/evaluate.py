@@ -55,23 +55,3 @@ def mark_unreached(pred: np.ndarray, graph: Any, labeled: np.ndarray) -> tuple[n
         "%d points lie in graph components without a labelled point: predicted -1 (counted wrong); "
         "increase graph.k or labels.n", int(mask.sum()))
     return pred, int(mask.sum())
-
-
-def detection_metrics(dropped: np.ndarray, score: np.ndarray, flipped: np.ndarray) -> dict[str, Any]:
-    """How well a noisy-label detector finds the flipped labels.
-
-    ``dropped``: boolean decisions; ``score``: higher = more suspicious (for ROC AUC).
-    Precision/recall/F1 of ``dropped`` against ``flipped``; AUC is NaN when only one class is present.
-    """
-    dropped = np.asarray(dropped, dtype=bool)
-    flipped = np.asarray(flipped, dtype=bool)
-    tp = int(np.sum(dropped & flipped))
-    prec = tp / dropped.sum() if dropped.sum() else float("nan")
-    rec = tp / flipped.sum() if flipped.sum() else float("nan")
-    f1 = 2 * prec * rec / (prec + rec) if np.isfinite(prec) and np.isfinite(rec) and (prec + rec) > 0 else float("nan")
-    auc = float("nan")
-    if 0 < flipped.sum() < flipped.size:
-        from sklearn.metrics import roc_auc_score
-
-        auc = float(roc_auc_score(flipped, score))
-    return {"detect_precision": float(prec), "detect_recall": float(rec), "detect_f1": float(f1), "detect_auc": auc}

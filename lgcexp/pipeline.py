@@ -14,15 +14,15 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import __version__, diagnosis
+from . import __version__, diagnosis, label_issues
 from .algorithms import GraphSSLAlgorithm
 from .cache import Cache
 from .config import RunPlan, check_against_data, plan
 from .data import Dataset
-from .evaluate import detection_metrics, evaluate, mark_unreached
+from .evaluate import evaluate, mark_unreached
 from .graph import Graph
 from .labels import LabelSplit, sample_and_corrupt
-from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
+from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv, write_table
 from .rundir import config_hash, effective_config
 
 log = logging.getLogger("lgcexp")
@@ -67,12 +67,15 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                         cache=cache)
     with timer.stage("evaluate"):
         metrics = evaluate_run(p.algorithm, graph, data.y, split)
+        # label issues of a method that judges labels (lgcexp.label_issues; None for the others)
+        issues = label_issues.judge_run(p.algorithm, split, p.detect, data.X)
+        metrics.update(label_issues.run_metrics(issues, split))
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
     if data.has_given_labels:
         result.update(diagnosis.record_fields(p, data, split))
     if out_dir is not None:
         writer = diagnosis.write_outputs if data.has_given_labels else write_outputs
-        writer(p, Path(out_dir), result, data, split)
+        writer(p, Path(out_dir), result, data, split, issues=issues)
     return result
 
 
@@ -94,15 +97,13 @@ def eigenpairs(p: RunPlan, graph: Graph, cache: Cache) -> tuple[Any, bool | None
 
 
 def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
-    """Stage 6: accuracies (points no label reaches are predicted -1, not class 0, and count as wrong), and
-    the label judgement against the flipped labels for methods that judge. Own data scores only the points
-    with a known clean label (``y_clean`` -1: unknown)."""
+    """Stage 6: accuracies (points no label reaches are predicted -1, not class 0, and count as wrong). Own
+    data scores only the points with a known clean label (``y_clean`` -1: unknown). The label judgement is
+    scored by :func:`lgcexp.label_issues.run_metrics`."""
     pred, n_unreached = mark_unreached(algorithm.predict(), graph, split.labeled)
     metrics = evaluate(pred, algorithm.labeled_pred_, y_true, split)
     metrics["n_unreached"] = n_unreached
     known = split.y_clean >= 0
-    if algorithm.dropped_ is not None and known.any():
-        metrics.update(detection_metrics(algorithm.dropped_[known], algorithm.suspicion_[known], split.flipped[known]))
     if algorithm.lgc_labeled_pred_ is not None and known.any():
         metrics["acc_labeled_lgc"] = float(np.mean(algorithm.lgc_labeled_pred_[known] == split.y_clean[known]))
     return metrics
@@ -142,8 +143,10 @@ def _noise_counts(noise: Any) -> list[list[int]] | None:
     return None if counts is None else np.asarray(counts).tolist()
 
 
-def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, split: LabelSplit) -> None:
-    """``labels.csv``, figures (``plot=true``) and ``result.json`` (last: its presence marks the run done)."""
+def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, split: LabelSplit,
+                  issues: Any = None) -> None:
+    """``labels.csv``, ``label_issues.csv`` (methods that judge labels: ``issues``), figures (``plot=true``)
+    and ``result.json`` (last: its presence marks the run done)."""
     algorithm = p.algorithm
     columns = {
         "index": split.labeled,
@@ -154,6 +157,8 @@ def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, 
         **algorithm.label_info_,
     }
     write_labels_csv(out / LABELS_FILE, columns)
+    if issues is not None:
+        write_table(out / label_issues.ISSUES_FILE, label_issues.run_frame(issues, split))
     if p.config.get("plot"):
         # figures may use the true labels for evaluation curves; they never steer the fit
         result["figures"] = algorithm.plot(out, y_true=data.y, split=split)
@@ -174,6 +179,11 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  accuracy: unlabelled {100 * r['acc_unlabeled']:.2f}%   labelled (vs clean) {100 * r['acc_labeled']:.2f}%",
         f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})",
     ]
+    if r.get("detect_cut") is not None:
+        auc = r.get("detect_auc")
+        lines.insert(3, f"  label issues: {r['n_label_issues']} flagged (label_issues.csv)"
+                        + (f"; against the {r['n_flipped']} flipped: F1 {r['detect_f1']:.3f}"
+                           + (f", ROC AUC {auc:.3f}" if auc is not None else "") if "detect_f1" in r else ""))
     if r.get("n_unreached"):
         lines.insert(3, f"  unreached: {r['n_unreached']} points in graph components without a label "
                         "(predicted -1, counted wrong)")

@@ -44,3 +44,10 @@ def write_labels_csv(path: Path, columns: dict[str, np.ndarray]) -> None:
     buf = io.StringIO()
     pd.DataFrame(columns).to_csv(buf, index=False)
     atomic_write_text(Path(path), buf.getvalue())
+
+
+def write_table(path: Path, frame: pd.DataFrame) -> None:
+    """A DataFrame as CSV (no index), written atomically."""
+    buf = io.StringIO()
+    frame.to_csv(buf, index=False)
+    atomic_write_text(Path(path), buf.getvalue())

@@ -88,7 +88,8 @@ PAPER_NOISE = "uniform"
 
 RUN_COLUMNS = ["dataset", "algo", "loss", "method", "noise", "noise_rate", "seed", "n", "n_labeled", "n_flipped",
                "acc_unlabeled", "acc_labeled", "acc_labeled_lgc", "n_dropped", "detect_precision", "detect_recall",
-               "detect_f1", "detect_auc", "seconds_total", "config_hash", "run_dir"]
+               "detect_f1", "detect_auc", "detect_ap", "detect_precision_at_k", "n_label_issues", "detect_false_alarms",
+               "detect_suggest_acc", "seconds_total", "config_hash", "run_dir"]
 
 
 def load_reported(path: str | Path | None = None) -> pd.DataFrame:

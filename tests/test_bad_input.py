@@ -62,6 +62,11 @@ def table_cases():
     for p, cons in TOP_PARAMETERS.items():
         for v in bad_values(cons):
             cases.append(((f"{p}={_typed(v)}",), f"{p}={_typed(v)}"))
+    from lgcexp.label_issues import DetectOptions
+
+    for p, cons in DetectOptions._parameter_constraints.items():
+        for v in bad_values(cons):
+            cases.append(((f"detect.{p}={_typed(v)}",), f"detect.{p}={_typed(v)}"))
     for v in bad_values([Interval("real", 0, 1, "left")]):
         cases.append(((f"noise.rate={_typed(v)}",), f"noise.rate={_typed(v)}"))
     for v in bad_values([Interval("int", 1, None)]):
@@ -77,6 +82,7 @@ HAND_CASES = [
     (("noise=foo",), "noise=foo is not allowed: choose one of"),
     (("graph=foo",), "graph=foo is not allowed: choose one of"),
     (("foo=1",), "foo=1 is not allowed: foo is not an option"),
+    (("+detect.foo=1",), "detect.foo is not a parameter of detect; allowed: cut, features, folds, min_agreement, min_per_class, threshold"),
     (("+foo=1",), "foo is not an option"),
     (("algo.params.alfa=0.5",), "algo.params.alfa=0.5 is not allowed: algo.params.alfa is not an option"),
     (("+algo.params.alfa=0.5",), "algo.params.alfa is not a parameter of algo=lgc"),

@@ -287,7 +287,15 @@ def test_diagnosis_run_without_truth(tmp_path):
     assert not any(k in res for k in ("acc_unlabeled", "acc_labeled", "n_flipped", "detect_auc"))
     assert res["noise"] is None and res["noise_rate"] is None and res["not_used"] == {}
     assert res["n_labeled"] == 30 and res["n_unlabeled"] == 90 and res["classes"] == ["cat", "dog", "emu"]
-    assert res["label_issue_report"] == [] and r["mode"] == "diagnosis"
+    assert res["label_issue_report"] == ["label_issues.csv", "label_issues.png"] and r["mode"] == "diagnosis"
+    # the report: one row per given label, the two wrong ones flagged first, in the file's label values
+    issues = pd.read_csv(out / "label_issues.csv")
+    assert list(issues.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue"]
+    assert len(issues) == 30 and sorted(issues["index"][:2]) == [8, 48]
+    assert issues["is_label_issue"].sum() == 2 and res["n_label_issues"] == 2
+    assert issues["given_label"][issues["index"] == 8].item() == "dog"          # blob 0 is "cat"
+    assert issues["suggested_label"][issues["index"] == 8].item() == "cat"
+    assert (out / "label_issues.png").stat().st_size > 1000
     pred = pd.read_csv(out / "predictions.csv", keep_default_na=False)
     assert list(pred.columns) == ["index", "predicted", "confidence", "score", "given_label"]
     assert len(pred) == 120 and pred["index"].tolist() == list(range(120))
@@ -338,24 +346,28 @@ def test_clean_labels_are_for_scoring_only(tmp_path):
     assert "never for fitting" in right["note"]
 
 
-def test_label_issue_hook_receives_the_fit(tmp_path, monkeypatch):
+def test_label_issue_hook_receives_the_judgement(tmp_path, monkeypatch):
     import lgcexp.diagnosis as dg
 
     seen = {}
 
-    def hook(algorithm, given, out_dir):
-        seen.update(algorithm=algorithm, given=given, out_dir=out_dir)
+    def hook(issues, given, out_dir):
+        seen.update(issues=issues, given=given, out_dir=out_dir)
         (out_dir / "issues.csv").write_text("index\n8\n")
         return ["issues.csv"]
 
     monkeypatch.setattr(dg, "report_label_issues", hook)
     path = _diag_csv(tmp_path)
-    r = run(make_cfg("dataset=csv", f"dataset.path={path}", "algo=gfhf", tmp=tmp_path), out_dir=tmp_path / "o")
+    r = run(make_cfg("dataset=csv", f"dataset.path={path}", "algo=lgc", tmp=tmp_path), out_dir=tmp_path / "o")
     assert r["label_issue_report"] == ["issues.csv"] and seen["out_dir"] == tmp_path / "o"
     assert seen["given"].labeled.tolist() == list(range(0, 120, 4))
     assert seen["given"].values[2] == "dog" and (seen["given"].y_clean == -1).all()
-    assert seen["algorithm"].scores_.shape == (120, 3)
+    assert seen["issues"].quality.shape == (30,) and seen["issues"].is_issue[[2, 12]].all()
     assert (tmp_path / "o" / "issues.csv").exists()
+    # a method that does not judge labels: no judgement, no report
+    monkeypatch.undo()
+    r = run(make_cfg("dataset=csv", f"dataset.path={path}", "algo=gfhf", tmp=tmp_path), out_dir=tmp_path / "g")
+    assert r["label_issue_report"] == [] and not (tmp_path / "g" / "label_issues.csv").exists()
 
 
 def test_npy_and_npz_diagnosis_runs(tmp_path):
@@ -398,3 +410,6 @@ def test_autol_diagnosis_with_partial_truth(tmp_path):
     lab = pd.read_csv(tmp_path / "al" / "labels.csv", keep_default_na=False)
     assert set(lab["corrected_label"]) <= {"cat", "dog", "emu"} and set(lab["lgc_label"]) <= {"cat", "dog", "emu"}
     assert lab["clean_label"][0] == "" and lab["flipped"][0] == ""
+    issues = pd.read_csv(tmp_path / "al" / "label_issues.csv", keep_default_na=False)
+    assert issues["is_flipped"][issues["index"] == 0].item() == ""            # truth unknown there
+    assert set(issues["given_label"]) <= {"cat", "dog", "emu"} and r["detect_f1"] > 0.5

@@ -569,6 +569,17 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     return [np.asarray(a["P"], dtype=np.float64) for a in arrays], stats
 
 
+def cached_propagation_submatrix(graph: Graph, labeled: np.ndarray, alpha: float, *, cache: Any = None,
+                                 solver: str = "cg", tol: float = 1e-6, maxiter: int = 10_000, t: int = 1000,
+                                 dtype: str = "float32", progress: bool = False) -> tuple[np.ndarray, dict]:
+    """:func:`cached_submatrices` for one alpha: AutoL, ``auto`` and LGC's label judgement share the entry
+    where they use the same alpha. Returns (P_LL, stats with ``cache_hit``)."""
+    Ps, stats = cached_submatrices(graph, labeled, [alpha], cache, solver=solver, tol=tol, maxiter=maxiter, t=t,
+                                   dtype=dtype, progress=progress)
+    stats["cache_hit"] = bool(stats.pop("cache_hits"))
+    return Ps[0], stats
+
+
 class AutoL(GraphSSLAlgorithm):
     """LGC_LVO_AutoL (see the module docstring). Parameters:
 
@@ -580,6 +591,12 @@ class AutoL(GraphSSLAlgorithm):
     After ``fit``: ``scores_`` (LGC on the corrected labels), ``labeled_pred_`` (argmax of the corrected
     labels Q), ``lgc_labeled_pred_`` (argmax of the LGC output on the labelled rows), ``omega_``,
     ``corrected_`` (Q), ``dropped_`` (omega <= 0), ``suspicion_`` (-omega), ``info_``, ``label_info_``.
+
+    Label judgement (:meth:`label_judgement`, docs/label_issues.md): each label's share of the
+    leave-one-out vote of the other labels weighted by the learnt omega, ``normalize_rows(P~ diag(max(omega,
+    0)) B)``. Unlike the softmax Q it does not depend on the scale of omega (which Adam drives to ~1000, a
+    sharpening), so it is a proportion in [0, 1] with one meaning for every run. The method's own verdict
+    (``detect.cut=method``) is omega <= 0.
     """
 
     name = "autoL"
@@ -648,10 +665,9 @@ class AutoL(GraphSSLAlgorithm):
                                cache: Any = None) -> tuple[np.ndarray, dict]:
         """P_LL, from the on-disk cache when one is given: it depends on the graph, the labelled set and
         alpha, not on the labels, the noise or the loss, so a sweep computes it once per seed."""
-        Ps, stats = cached_submatrices(graph, labeled, [self.alpha], cache, solver=self.solver, tol=self.tol,
-                                       maxiter=self.maxiter, t=self.t, dtype=self.dtype, progress=progress)
-        stats["cache_hit"] = bool(stats.pop("cache_hits"))
-        return Ps[0], stats
+        return cached_propagation_submatrix(graph, labeled, self.alpha, cache=cache, solver=self.solver,
+                                            tol=self.tol, maxiter=self.maxiter, t=self.t, dtype=self.dtype,
+                                            progress=progress)
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         l = labeled.size
@@ -672,6 +688,7 @@ class AutoL(GraphSSLAlgorithm):
                                       epsilon=self.epsilon, xla=self.xla, chunk=self.chunk, progress=progress)
         log.info("AutoL: %d Adam steps in %.2fs, loss %.5f -> %.5f", self.steps, ost["seconds"],
                  ost["loss_initial"], ost["loss_final"])
+        self._y = np.asarray(y_labeled, dtype=np.int64)
         # 7. corrected labels, then LGC on them
         Q = model.predict(omega)
         B = one_hot(y_labeled, n_classes)
@@ -690,6 +707,7 @@ class AutoL(GraphSSLAlgorithm):
         self.lgc_labeled_pred_ = F[labeled].argmax(axis=1)
         self.dropped_ = dropped
         self.suspicion_ = -omega
+        self._P = P
         self.label_info_ = {
             "omega": omega,
             "corrected_label": self.labeled_pred_,
@@ -715,3 +733,12 @@ class AutoL(GraphSSLAlgorithm):
             "opt_steps": int(self.steps),
             "lgc_iterations": int(lgc_it),
         })
+
+    def label_judgement(self):
+        """The vote share of every label among the omega-weighted leave-one-out votes of the other labels;
+        the method's own verdict: omega <= 0 (see the class docstring)."""
+        from ..label_issues import LabelJudgement, graph_loo_probs
+
+        probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
+        return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
+                              source="autoL: leave-one-out vote share at the learnt label weights")

@@ -12,7 +12,9 @@ pipeline's pre-flight before any heavy work), fitted on a graph and the observed
 
 Hooks, each declared here with its default (the pipeline never probes with ``hasattr``):
 ``required_eigenpairs()`` (0), ``check_data(n, c)`` (no check), ``plot(out_dir, y_true, split)`` (no
-figure); the label judgement ``dropped_``/``suspicion_`` and ``lgc_labeled_pred_`` default to None.
+figure), ``label_judgement()`` (None: the method does not judge its labels; see
+:mod:`lgcexp.label_issues`); ``dropped_``/``suspicion_`` (a method's own verdict on its labels) and
+``lgc_labeled_pred_`` default to None.
 Parameters are declared once in ``_parameter_constraints`` (see :mod:`lgcexp.params`); ``__init__`` only
 stores them and ``fit`` validates them.
 """
@@ -59,6 +61,14 @@ class GraphSSLAlgorithm(Configurable):
     def plot(self, out_dir: Any, y_true: np.ndarray | None = None, split: Any = None) -> list[str]:
         """Figures/CSVs written when ``plot=true`` (``y_true`` only for evaluation curves). Default: none."""
         return []
+
+    def label_judgement(self) -> Any:
+        """After ``fit``: the method's judgement of its labelled points, a
+        :class:`lgcexp.label_issues.LabelJudgement` (each labelled point's class distribution from the
+        evidence of the *other* labels, and optionally the method's own yes/no verdict), or None when the
+        method does not judge labels (default). The pipeline turns it into ``label_issues.csv`` and the
+        ``detect_*`` metrics under the ``detect`` options."""
+        return None
 
     # ----- fitting ----------------------------------------------------------------------------------------
     def fit(

@@ -388,6 +388,7 @@ class SIIS(GraphSSLAlgorithm):
                  time.perf_counter() - t0)
 
         self.coef_ = res.A
+        self._labeled = np.asarray(labeled, dtype=np.int64)
         self.scores_ = res.F
         self.objective_ = res.objective
         self.labeled_pred_ = res.F[labeled].argmax(axis=1)
@@ -413,3 +414,12 @@ class SIIS(GraphSSLAlgorithm):
             "siis_setup_seconds": round(t_setup, 4),
             "siis_n_corrected": int(self.dropped_.sum()),
         })
+
+    def label_judgement(self):
+        """SIIS's fitted scores on the labelled rows, clipped at 0 and normalised to sum 1 per row (SIIS fits
+        every label, robustly, rather than leaving it out); its own verdict: the corrected labels."""
+        from ..label_issues import LabelJudgement, normalize_rows
+
+        FL = np.asarray(self.scores_)[self._labeled]
+        return LabelJudgement(probs=normalize_rows(np.clip(FL, 0.0, None)), decision=self.dropped_.copy(),
+                              source="siis: fitted scores on the labelled rows, clipped at 0 and normalised")

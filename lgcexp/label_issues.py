@@ -1,0 +1,736 @@
+"""Label issues: which given labels are wrong, and what they should be (docs/label_issues.md).
+
+A method that can judge labels gives, for every labelled point, a class distribution built from the
+evidence of the *other* labels (:class:`LabelJudgement`). Everything else is a pure function of that
+distribution ``probs`` (l x c) and the given labels ``y`` (l,):
+
+- :func:`label_quality`: ``probs[i, y_i]``, the share of the evidence that backs the given label: in
+  [0, 1], higher = more trustworthy, the same meaning for every method;
+- :func:`suggested_labels`: the class with the most evidence (``argmax``);
+- :func:`feature_probs` and :func:`combine_views`: the *feature view*, a shrinkage LDA fitted out-of-fold
+  on the labels the method's evidence keeps, combined with that evidence by a geometric mean where it
+  agrees with the kept labels often enough (:func:`judge`);
+- :func:`decide`: the decision ``is_label_issue`` by one of the cut rules (:data:`CUTS`), none of which
+  needs clean labels: ``consensus`` (default: the method's evidence and the combined view both prefer
+  another class), ``suggested`` (the suggested label differs from the given one), confident learning
+  (:func:`confident_learning`: per-class thresholds on ``probs``), a fixed ``threshold`` on the quality,
+  or the method's own decision (``method``: AutoL's omega <= 0);
+- :func:`detection_metrics`: how well quality and decision find the flipped labels (when known);
+- :func:`issues_frame`: ``label_issues.csv``, one row per labelled point, most suspicious first.
+
+Baselines, on the same labelled points and labels: :func:`graph_loo_probs` (the graph's leave-one-out
+class distribution, no learning: the rows of ``P_LL`` without the diagonal, times the one-hot labels) and
+:func:`knn_oof_probs` (out-of-sample k-NN class frequencies on the features, k-fold), each with any cut,
+confident learning being the usual one for the latter.
+
+Python entry point without Hydra: :func:`find_label_issues`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .params import Boolean, Configurable, Interval, Options
+
+__all__ = [
+    "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
+    "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "combine_views", "confident_thresholds",
+    "confident_joint", "calibrated_counts", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
+    "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame", "find_label_issues",
+]
+
+ISSUES_FILE = "label_issues.csv"
+#: the confident-learning filters (Northcutt et al. 2021, section 3.2)
+CL_FILTERS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_joint")
+#: decision rules: ``consensus`` (default), ``suggested``, confident learning (each filter), ``threshold``,
+#: ``method``
+CUTS = ("consensus", "suggested", *CL_FILTERS, "threshold", "method")
+#: the columns of label_issues.csv, in order (``is_flipped`` only where clean labels are known)
+COLUMNS = ("index", "given_label", "suggested_label", "label_quality", "is_label_issue", "is_flipped")
+
+
+# --------------------------------------------------------------------------------------------------------
+# What a method hands over
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelJudgement:
+    """A method's judgement of its labelled points.
+
+    ``probs`` (l, c): for each labelled point, its class distribution from the evidence of the other
+    labels (rows sum to 1; a row of zeros where there is no evidence: such a label keeps quality 1 and is
+    never flagged). ``decision``: the method's own yes/no verdict, used by ``cut=method`` (None: the method
+    has none of its own). ``source``: a short description of ``probs`` for the record.
+    """
+
+    probs: np.ndarray
+    decision: np.ndarray | None = None
+    source: str = ""
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class DetectOptions(Configurable):
+    """The ``detect`` section of the config: how a judging method's evidence becomes ``label_issues.csv``.
+
+    ``features`` (default true): add the *feature view* where the points have features: a shrinkage LDA
+    fitted out-of-fold on the labels the method's own evidence keeps (:func:`feature_probs`). It is used
+    only when it agrees with those kept labels (out-of-fold) at least ``min_agreement`` of the time (a
+    weak feature model would only blur the graph's evidence); the reported distribution is then the
+    geometric mean of the two views (:func:`combine_views`), else the method's evidence alone. ``folds``:
+    folds of the feature view. ``cut``: one of :data:`CUTS`:
+
+    - ``consensus`` (default): flagged where the method's evidence *and* the reported distribution both
+      prefer another class (without the feature view: the same as ``suggested``);
+    - ``suggested``: flagged where the reported distribution prefers another class;
+    - ``prune_by_noise_rate``, ``prune_by_class``, ``both``, ``confident_joint``: confident learning on the
+      reported distribution (:func:`confident_learning`; ``min_per_class`` labels of each class are kept);
+    - ``threshold``: flagged where the quality is below ``threshold``;
+    - ``method``: the method's own verdict (AutoL: omega <= 0; SIIS: corrected labels).
+    """
+
+    name = "detect"
+    config_prefix = "detect."
+    _parameter_constraints = {
+        "cut": [Options(CUTS)],
+        "features": [Boolean()],
+        "folds": [Interval("int", 2, None)],
+        "min_agreement": [Interval("real", 0, 1, "both")],
+        "threshold": [Interval("real", 0, 1, "both")],
+        "min_per_class": [Interval("int", 0, None)],
+    }
+
+    def __init__(self, cut: str = "consensus", features: bool = True, folds: int = 5, min_agreement: float = 0.8,
+                 threshold: float = 0.5, min_per_class: int = 1):
+        self.cut = cut
+        self.features = features
+        self.folds = folds
+        self.min_agreement = min_agreement
+        self.threshold = threshold
+        self.min_per_class = min_per_class
+
+    @classmethod
+    def _owner(cls) -> str:
+        return "detect"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Scores
+# --------------------------------------------------------------------------------------------------------
+
+
+def normalize_rows(V: np.ndarray) -> np.ndarray:
+    """Rows divided by their sums (non-negative input); a row summing to 0 stays 0."""
+    V = np.asarray(V, dtype=np.float64)
+    s = V.sum(axis=1, keepdims=True)
+    out = np.zeros_like(V)
+    np.divide(V, s, out=out, where=s > 0)
+    return out
+
+
+def _has_evidence(probs: np.ndarray) -> np.ndarray:
+    return np.asarray(probs).sum(axis=1) > 0
+
+
+def label_quality(probs: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``probs[i, y_i]``: the share of the evidence for the given label, in [0, 1]; 1 where a row has no
+    evidence (nothing speaks against the label)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    q = probs[np.arange(y.size), y] if y.size else np.zeros(0)
+    return np.clip(np.where(_has_evidence(probs), q, 1.0), 0.0, 1.0)
+
+
+def suggested_labels(probs: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The class with the most evidence; the given label where a row has no evidence or where the given
+    label ties with the best class."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    if not y.size:
+        return y.copy()
+    best = probs.argmax(axis=1)
+    keep = ~_has_evidence(probs) | (probs[np.arange(y.size), y] >= probs[np.arange(y.size), best])
+    return np.where(keep, y, best)
+
+
+def graph_loo_probs(P_LL: np.ndarray, y: np.ndarray, n_classes: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """The graph's leave-one-out class distribution of every labelled point, with no learning.
+
+    ``P_LL`` (l x l): the labelled block of the propagation matrix ``(1 - alpha)(I - alpha S)^-1`` (any
+    positive scale). Without its diagonal (a label's influence on itself), row i of ``P~ diag(w) B`` holds
+    how much each class's labels (weighted by ``weights``, default 1) reach point i; rows are normalised to
+    sum to 1. This is LGC's prediction at a labelled point with that point's own label left out."""
+    P = np.array(P_LL, dtype=np.float64, copy=True)
+    np.fill_diagonal(P, 0.0)
+    y = np.asarray(y, dtype=np.int64)
+    w = np.ones(y.size) if weights is None else np.maximum(np.asarray(weights, dtype=np.float64), 0.0)
+    V = np.zeros((y.size, int(n_classes)))
+    for k in range(int(n_classes)):  # P~ @ (w * B) without forming B
+        m = y == k
+        if m.any():
+            V[:, k] = P[:, m] @ w[m]
+    return normalize_rows(np.maximum(V, 0.0))
+
+
+def _standardize(X: np.ndarray) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    mu = X.mean(axis=0)
+    sd = X.std(axis=0)
+    return (X - mu) / np.where(sd > 0, sd, 1.0)
+
+
+#: above this many features, the feature view first projects the labelled rows on their leading principal
+#: axes (a d x d covariance would not fit otherwise)
+MAX_FEATURES = 1024
+
+
+def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, n_classes: int) -> np.ndarray:
+    """Class probabilities of a linear discriminant analysis with a Ledoit-Wolf shrunk covariance.
+
+    Class means and priors from the training rows; one covariance for all classes: the within-class
+    scatter (rows minus their class mean) shrunk towards a multiple of the identity by Ledoit & Wolf's
+    formula (scikit-learn's ``ledoit_wolf``). Scores ``z^T S^-1 m_k - m_k^T S^-1 m_k / 2 + log prior_k``,
+    softmax over the classes present in training (0 for the others)."""
+    from sklearn.covariance import ledoit_wolf
+
+    y_train = np.asarray(y_train, dtype=np.int64)
+    present = np.unique(y_train)
+    means = np.stack([Z_train[y_train == k].mean(axis=0) for k in present])
+    pos = np.searchsorted(present, y_train)
+    cov, _ = ledoit_wolf(Z_train - means[pos], assume_centered=True)
+    coef = np.linalg.solve(cov, means.T)  # d x k
+    prior = np.bincount(pos, minlength=present.size) / y_train.size
+    logits = Z_test @ coef - 0.5 * np.einsum("kd,dk->k", means, coef) + np.log(prior)
+    logits -= logits.max(axis=1, keepdims=True)
+    E = np.exp(logits)
+    out = np.zeros((Z_test.shape[0], int(n_classes)))
+    out[:, present] = E / E.sum(axis=1, keepdims=True)
+    return out
+
+
+def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarray | None = None, *,
+                  folds: int = 5, seed: int = 0) -> np.ndarray | None:
+    """Out-of-fold class probabilities from the features alone (the *feature view*).
+
+    A linear discriminant analysis with a Ledoit-Wolf shrunk covariance (:func:`shrinkage_lda`) on the
+    standardised features of the labelled points; each point's probabilities come from the model fitted on
+    the other folds (``folds`` stratified folds, shuffled with ``seed``), using only the labels in ``train``
+    (default: all), so a label the graph rejects never teaches the model. Above :data:`MAX_FEATURES`
+    features the rows are first projected on their leading principal axes. Returns None where it cannot be
+    fitted (a fold whose training labels hold fewer than two classes)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    y = np.asarray(y, dtype=np.int64)
+    l = y.size
+    train = np.ones(l, dtype=bool) if train is None else np.asarray(train, dtype=bool)
+    Z = _standardize(X)
+    if Z.shape[1] > MAX_FEATURES:
+        from sklearn.decomposition import PCA
+
+        Z = PCA(n_components=min(MAX_FEATURES, l), svd_solver="randomized", random_state=seed).fit_transform(Z)
+    folds = int(max(2, min(folds, l)))
+    counts = np.bincount(y, minlength=n_classes)
+    if counts[counts > 0].min() >= folds:
+        splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(Z, y)
+    else:
+        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(Z)
+    out = np.zeros((l, int(n_classes)))
+    for tr, te in splits:
+        tr = tr[train[tr]]
+        if np.unique(y[tr]).size < 2:
+            return None
+        out[te] = shrinkage_lda(Z[tr], y[tr], Z[te], n_classes)
+    return out
+
+
+def combine_views(graph: np.ndarray, features: np.ndarray, floor: float = 1e-4) -> np.ndarray:
+    """The two views' geometric mean, renormalised: ``sqrt((g + floor)(f + floor))`` per class (a product
+    of experts; the floor keeps one view's zero from vetoing the other). Rows where the graph has no
+    evidence stay zero."""
+    g = np.asarray(graph, dtype=np.float64)
+    f = np.asarray(features, dtype=np.float64)
+    P = normalize_rows(np.sqrt((g + floor) * (f + floor)))
+    P[~_has_evidence(g)] = 0.0
+    return P
+
+
+def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, folds: int = 5,
+                  seed: int = 0) -> np.ndarray:
+    """Out-of-sample k-NN class frequencies (the baseline's predicted probabilities).
+
+    The labelled points are split into ``folds`` stratified folds (shuffled with ``seed``); each point's
+    distribution is the class share among its ``k`` nearest neighbours (Euclidean, on the features as
+    given) in the other folds. Exact search (scikit-learn, brute force)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.neighbors import NearestNeighbors
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    l = y.size
+    out = np.zeros((l, int(n_classes)))
+    folds = int(max(2, min(folds, l)))
+    counts = np.bincount(y, minlength=n_classes)
+    if counts[counts > 0].min() >= folds:
+        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(X, y)
+    else:
+        splitter = KFold(n_splits=folds, shuffle=True, random_state=seed).split(X)
+    for train, test in splitter:
+        kk = int(min(k, train.size))
+        nn = NearestNeighbors(n_neighbors=kk, algorithm="brute").fit(X[train])
+        idx = nn.kneighbors(X[test], return_distance=False)
+        votes = y[train][idx]
+        for j in range(kk):
+            np.add.at(out, (test, votes[:, j]), 1.0)
+    return normalize_rows(out)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Cuts
+# --------------------------------------------------------------------------------------------------------
+
+
+def confident_thresholds(probs: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per-class thresholds ``t_j``: the mean of ``probs[:, j]`` over the points labelled j (confident
+    learning's "expected self-confidence"); 1 for a class nobody is labelled with (never reached)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    t = np.ones(int(n_classes))
+    for j in range(int(n_classes)):
+        m = y == j
+        if m.any():
+            t[j] = probs[m, j].mean()
+    return t
+
+
+def confident_joint(probs: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Confident learning's count matrix ``C[given, true]`` and each point's confident class (-1: none).
+
+    A point is counted where at least one class reaches its threshold (``probs[:, j] >= t_j``); its
+    confident class is the most likely of those. Returns (C, confident class)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    c = int(n_classes)
+    t = confident_thresholds(probs, y, c)
+    above = probs >= t[None, :] - 1e-12
+    masked = np.where(above, probs, -np.inf)
+    guess = np.where(above.any(axis=1), masked.argmax(axis=1) if y.size else 0, -1)
+    C = np.zeros((c, c), dtype=np.int64)
+    ok = guess >= 0
+    np.add.at(C, (y[ok], guess[ok]), 1)
+    return C, guess
+
+
+def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Integers per cell whose row sums are ``totals``: each cell's floor, plus one for the cells with the
+    largest remainders (largest-remainder rounding, row by row)."""
+    F = np.floor(M).astype(np.int64)
+    rem = M - F
+    for i in range(M.shape[0]):
+        extra = int(round(float(totals[i]))) - int(F[i].sum())
+        if extra > 0:
+            F[i, np.argsort(-rem[i], kind="stable")[:extra]] += 1
+    return F
+
+
+def calibrated_counts(C: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Confident learning's calibration of the confident joint, as integer counts: each class keeps at
+    least one confident point of its own (diagonal >= 1), each row is scaled to the number of points given
+    that label and rounded preserving that number (so ``counts[i, j] = l Q[i, j]``, Q the estimated joint
+    distribution of given and true labels)."""
+    C = np.array(C, dtype=np.float64)
+    np.fill_diagonal(C, np.maximum(np.diag(C), 1.0))
+    counts = np.bincount(y, minlength=C.shape[0]).astype(np.float64)
+    Ct = C * (counts / C.sum(axis=1))[:, None]
+    return _round_rows(Ct, counts)
+
+
+def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None = None, *,
+                       filter_by: str = "prune_by_noise_rate", min_per_class: int = 1) -> np.ndarray:
+    """Confident learning (Northcutt, Jiang & Chuang 2021, JAIR 70): which labels to prune.
+
+    ``t_j`` = mean ``probs[:, j]`` over points labelled j; ``C[i, j]`` counts points labelled i whose most
+    likely class among those reaching their threshold is j; ``N`` = C calibrated (:func:`calibrated_counts`:
+    row i scaled to the number of points labelled i, rounded preserving it). Then:
+
+    - ``confident_joint``: the off-diagonal entries of C (a point labelled i counted under j != i);
+    - ``prune_by_noise_rate``: for every i != j, the ``N[i, j]`` points labelled i with the largest margin
+      ``probs[:, j] - probs[:, i]`` (chosen for each j independently: a point may be chosen for two);
+    - ``prune_by_class``: for every class i, the ``sum_{j != i} N[i, j]`` points labelled i with the lowest
+      ``probs[:, i]``;
+    - ``both``: flagged by both prunings.
+
+    In every filter a point whose given label is its most likely class is not flagged; the two prunings
+    never plan to remove so many labels of a class that fewer than ``min_per_class`` remain (the counts
+    are scaled down). Written from the paper (cleanlab, AGPL, is not used; ``tests/test_label_issues.py``
+    compares with it where it is installed)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    c = int(probs.shape[1] if n_classes is None else n_classes)
+    l = y.size
+    flag = np.zeros(l, dtype=bool)
+    if l == 0:
+        return flag
+    if filter_by not in CL_FILTERS:
+        raise ValueError(f"filter_by={filter_by!r}: choose one of {', '.join(CL_FILTERS)}")
+    C, guess = confident_joint(probs, y, c)
+    if filter_by == "confident_joint":
+        flag = (guess >= 0) & (guess != y)
+    else:
+        N = calibrated_counts(C, y)
+        by_rate = np.zeros(l, dtype=bool)
+        by_class = np.zeros(l, dtype=bool)
+        for i in range(c):
+            members = np.flatnonzero(y == i)
+            if not members.size:
+                continue
+            off = N[i].copy()
+            off[i] = 0
+            budget = max(0, members.size - int(min_per_class))
+            if off.sum() > budget:
+                off = np.floor(off * budget / off.sum()).astype(np.int64)
+            if filter_by in ("prune_by_noise_rate", "both"):
+                for j in np.flatnonzero(off > 0):
+                    margin = probs[members, j] - probs[members, i]
+                    by_rate[members[np.argsort(-margin, kind="stable")[:off[j]]]] = True
+            if filter_by in ("prune_by_class", "both") and off.sum() > 0:
+                by_class[members[np.argsort(probs[members, i], kind="stable")[:off.sum()]]] = True
+        flag = by_rate if filter_by == "prune_by_noise_rate" else by_class if filter_by == "prune_by_class" \
+            else by_rate & by_class
+    # never flag a label that is its point's most likely class
+    flag &= suggested_labels(probs, y) != y
+    return flag
+
+
+def decide(probs: np.ndarray, y: np.ndarray, cut: str = "suggested", *, threshold: float = 0.5,
+           decision: np.ndarray | None = None, min_per_class: int = 1,
+           evidence: np.ndarray | None = None) -> np.ndarray:
+    """``is_label_issue`` by the rule ``cut`` (:data:`CUTS`); none uses clean labels.
+
+    ``suggested``: the suggested label differs from the given one; ``consensus``: that, and the same in
+    the method's own ``evidence`` (l x c; default ``probs``); a confident-learning filter
+    (:func:`confident_learning`); ``threshold``: quality below ``threshold``; ``method``: the method's own
+    ``decision`` (refused when it has none)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    if cut == "suggested":
+        return suggested_labels(probs, y) != y
+    if cut == "consensus":
+        own = suggested_labels(probs if evidence is None else evidence, y) != y
+        return own & (suggested_labels(probs, y) != y)
+    if cut in CL_FILTERS:
+        return confident_learning(probs, y, probs.shape[1], filter_by=cut, min_per_class=min_per_class)
+    if cut == "threshold":
+        return label_quality(probs, y) < float(threshold)
+    if cut == "method":
+        if decision is None:
+            raise ValueError("cut='method': this method makes no decision of its own")
+        return np.asarray(decision, dtype=bool).copy()
+    raise ValueError(f"cut={cut!r}: choose one of {', '.join(CUTS)}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Metrics and the table
+# --------------------------------------------------------------------------------------------------------
+
+
+def detection_metrics(quality: np.ndarray, is_issue: np.ndarray, flipped: np.ndarray,
+                      suggested: np.ndarray | None = None, y_clean: np.ndarray | None = None) -> dict[str, Any]:
+    """How well a judgement finds the flipped labels (``flipped``: the truth, over the scored points).
+
+    From the quality (ranking; lower = more suspicious): ``detect_auc`` (ROC AUC; None when only one kind
+    of label is present), ``detect_ap`` (average precision; None without flips), ``detect_precision_at_k``
+    (share of flips among the k labels of lowest quality, k = the number of flips; ties in index order;
+    None without flips). From the decision: ``detect_precision``, ``detect_recall``, ``detect_f1`` (0, not
+    NaN, when nothing is flagged or nothing is flipped, as scikit-learn's ``zero_division=0``),
+    ``n_label_issues`` and ``detect_false_alarms`` (clean labels flagged) with ``detect_false_alarm_rate``
+    (over all scored labels). From the suggestion: ``detect_suggest_acc``, the share of flipped labels whose
+    suggested label is the clean one (None without flips)."""
+    q = np.asarray(quality, dtype=np.float64)
+    d = np.asarray(is_issue, dtype=bool)
+    f = np.asarray(flipped, dtype=bool)
+    n, k = f.size, int(f.sum())
+    tp = int(np.sum(d & f))
+    fp = int(np.sum(d & ~f))
+    fn = k - tp
+    out: dict[str, Any] = {}
+    out["detect_precision"] = tp / (tp + fp) if tp + fp else 0.0
+    out["detect_recall"] = tp / k if k else 0.0
+    out["detect_f1"] = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else 0.0
+    out["detect_auc"] = None
+    out["detect_ap"] = None
+    out["detect_precision_at_k"] = None
+    if 0 < k < n:
+        from sklearn.metrics import roc_auc_score
+
+        out["detect_auc"] = float(roc_auc_score(f, -q))
+    if k:
+        from sklearn.metrics import average_precision_score
+
+        out["detect_ap"] = float(average_precision_score(f, -q)) if k < n else 1.0
+        order = np.argsort(q, kind="stable")
+        out["detect_precision_at_k"] = float(f[order[:k]].mean())
+    out["n_label_issues"] = int(d.sum())
+    out["detect_false_alarms"] = fp
+    out["detect_false_alarm_rate"] = fp / n if n else 0.0
+    out["detect_suggest_acc"] = None
+    if suggested is not None and y_clean is not None and k:
+        s = np.asarray(suggested)
+        out["detect_suggest_acc"] = float(np.mean(s[f] == np.asarray(y_clean)[f]))
+    return {key: (float(v) if isinstance(v, (float, np.floating)) else v) for key, v in out.items()}
+
+
+def issues_frame(index: np.ndarray, given: np.ndarray, suggested: np.ndarray, quality: np.ndarray,
+                 is_issue: np.ndarray, flipped: np.ndarray | None = None) -> pd.DataFrame:
+    """``label_issues.csv`` as a DataFrame: one row per labelled point, the flagged labels first, each group
+    by increasing quality (most suspicious first), ties by index. ``flipped``: None where no clean label is
+    known (the column is left out); an object array with None where only some are."""
+    cols: dict[str, Any] = {
+        "index": np.asarray(index),
+        "given_label": np.asarray(given),
+        "suggested_label": np.asarray(suggested),
+        "label_quality": np.asarray(quality, dtype=np.float64),
+        "is_label_issue": np.asarray(is_issue, dtype=bool),
+    }
+    if flipped is not None:
+        cols["is_flipped"] = np.asarray(flipped)
+    df = pd.DataFrame(cols)
+    order = np.lexsort((np.asarray(index), cols["label_quality"], ~cols["is_label_issue"]))
+    return df.iloc[order].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class JudgedLabels:
+    """The outcome of :func:`judge` on the labelled points (in the order of the labelled set): ``probs``
+    the reported distribution, ``quality``, ``suggested``, ``is_issue``, the ``cut`` applied, the
+    judgement's ``source``, whether the feature view took part (``features``) and its out-of-fold agreement
+    with the labels the method keeps (``feature_agreement``; None where it was not fitted)."""
+
+    probs: np.ndarray
+    quality: np.ndarray
+    suggested: np.ndarray
+    is_issue: np.ndarray
+    cut: str
+    source: str
+    features: bool
+    feature_agreement: float | None = None
+
+
+def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions:
+    if options is None:
+        return DetectOptions()
+    if isinstance(options, DetectOptions):
+        return options
+    return DetectOptions(**dict(options))
+
+
+def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOptions | Mapping[str, Any] | None = None,
+          X: np.ndarray | None = None) -> JudgedLabels | None:
+    """Quality, suggestion and decision from a method's judgement under the ``detect`` options (None when
+    the method does not judge labels). ``X``: the features of the labelled points (same order as ``y``), for
+    the feature view; None (or ``features=false``) leaves it out. ``cut=method`` falls back to
+    ``consensus`` for a method that has no verdict of its own (logged)."""
+    if judgement is None:
+        return None
+    opts = _options(options)
+    y = np.asarray(y, dtype=np.int64)
+    evidence = np.asarray(judgement.probs, dtype=np.float64)
+    n_classes = evidence.shape[1]
+    probs, used, agreement = evidence, False, None
+    if opts.features and X is not None and y.size:
+        own_issue = suggested_labels(evidence, y) != y
+        fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds)
+        if fp is not None and (~own_issue).any():
+            agreement = float(np.mean(fp.argmax(axis=1)[~own_issue] == y[~own_issue]))
+            if agreement >= opts.min_agreement:
+                probs, used = combine_views(evidence, fp), True
+    cut = opts.cut
+    if cut == "method" and judgement.decision is None:
+        import logging
+
+        logging.getLogger("lgcexp").warning("detect.cut=method: this method makes no decision of its own; "
+                                            "using detect.cut=consensus")
+        cut = "consensus"
+    is_issue = decide(probs, y, cut, threshold=opts.threshold, decision=judgement.decision,
+                      min_per_class=opts.min_per_class, evidence=evidence)
+    return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
+                        is_issue=is_issue, cut=cut, source=judgement.source, features=used,
+                        feature_agreement=agreement)
+
+
+def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
+              X: np.ndarray | None = None) -> JudgedLabels | None:
+    """:func:`judge` for a fitted algorithm on a run's labelled set (``X``: all the data's features, or
+    None; only the labelled rows are read, so a memory-mapped X stays on disk)."""
+    judgement = algorithm.label_judgement()
+    if judgement is None:
+        return None
+    opts = _options(options)
+    Xl = None if X is None or not opts.features else np.asarray(X[np.asarray(split.labeled)], dtype=np.float64)
+    return judge(judgement, split.y_observed, opts, X=Xl)
+
+
+def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:
+    """The detection metrics of a run (``result.json``) over the labelled points with a known clean label;
+    empty when the method does not judge labels or no clean label is known."""
+    if judged is None:
+        return {}
+    known = np.asarray(split.y_clean) >= 0
+    out: dict[str, Any] = {"detect_cut": judged.cut, "detect_features": judged.features,
+                           "detect_feature_agreement": judged.feature_agreement, "detect_source": judged.source,
+                           "n_label_issues": int(judged.is_issue.sum())}
+    if known.any():
+        out.update(detection_metrics(judged.quality[known], judged.is_issue[known], split.flipped[known],
+                                     judged.suggested[known], split.y_clean[known]))
+    return out
+
+
+def run_frame(judged: JudgedLabels, split: Any, label_values: np.ndarray | None = None) -> pd.DataFrame:
+    """``label_issues.csv`` of a run; ``label_values``: the file's label values (class k is
+    ``label_values[k]``) for a diagnosis run, else the class numbers are written."""
+    known = np.asarray(split.y_clean) >= 0
+    flipped: np.ndarray | None = None
+    if known.all():
+        flipped = np.asarray(split.flipped, dtype=bool)
+    elif known.any():
+        flipped = np.full(split.labeled.size, None, dtype=object)
+        flipped[known] = split.flipped[known]
+
+    def values(k: np.ndarray) -> np.ndarray:
+        return np.asarray(k) if label_values is None else np.asarray(label_values)[np.asarray(k)]
+
+    return issues_frame(split.labeled, values(split.y_observed), values(judged.suggested), judged.quality,
+                        judged.is_issue, flipped)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Python entry point
+# --------------------------------------------------------------------------------------------------------
+
+#: ``method`` values of :func:`find_label_issues` besides the registered algorithms that judge labels
+BASELINE_METHODS = ("knn",)
+
+
+def _as_graph(graph: Any, n: int) -> Any:
+    """A :class:`lgcexp.graph.Graph` from a Graph or a symmetric non-negative (n x n) affinity matrix."""
+    import hashlib
+
+    import scipy.sparse as sp
+
+    from .cache import stable_hash
+    from .errors import UserError
+    from .graph import Graph
+
+    if isinstance(graph, Graph):
+        G = graph
+    else:
+        W = sp.csr_matrix(graph, dtype=np.float64)
+        if W.shape != (n, n):
+            raise UserError(f"graph: an affinity of shape {W.shape} does not fit {n} labels; it must be ({n}, {n})")
+        if W.nnz and (W.data.min() < 0 or not np.isfinite(W.data).all()):
+            raise UserError("graph: the affinity must be finite and non-negative")
+        if abs(W - W.T).max() > 1e-10 * max(1.0, abs(W).max()):
+            raise UserError("graph: the affinity must be symmetric")
+        W = W.tolil()
+        W.setdiag(0.0)
+        W = W.tocsr()
+        W.eliminate_zeros()
+        digest = hashlib.sha256(W.data.tobytes() + W.indices.tobytes() + W.indptr.tobytes()).hexdigest()
+        key = stable_hash({"W": digest})
+        G = Graph(W=W, sigma=float("nan"), key=f"user-{key}")
+    if G.n != n:
+        raise UserError(f"graph: it has {G.n} nodes but there are {n} labels (one per point, -1 = unlabelled)")
+    if (G.degree <= 0).any():
+        raise UserError(f"graph: {int((G.degree <= 0).sum())} point(s) have no neighbour; every point needs an edge")
+    return G
+
+
+def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph: Any = None,
+                      method: str = "autoL", params: Mapping[str, Any] | None = None, cut: str = "consensus",
+                      features: bool = True, min_agreement: float = 0.8, k: int = 10, sigma: float | str = "mean", unlabeled_value: Any = -1,
+                      clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
+    """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
+
+    ``X``: (n, d) features (None: ``graph`` is required and the feature view is left out). ``labels``: one
+    value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no label.
+    ``graph``: None (a ``k``-nearest-neighbour graph with Gaussian weights, width ``sigma``, is built from
+    ``X``), a :class:`lgcexp.graph.Graph`, or a symmetric (n x n) affinity matrix (sparse or dense).
+    ``method``: an algorithm that judges labels (``autoL``, default; ``lgc``; ``siis``; see
+    :mod:`lgcexp.algorithms`) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies
+    on ``X``). ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
+    trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
+    ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
+
+    Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
+    ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
+    values of ``labels``.
+    """
+    from .cache import Cache
+    from .data.own import parse_labels
+    from .errors import UserError
+
+    if labels is None:
+        raise UserError("find_label_issues: labels is required (one value per point, -1 = unlabelled)")
+    col = parse_labels(labels, "labels", unlabeled_value)
+    n = col.n
+    labeled = np.flatnonzero(col.present)
+    classes, y = np.unique(col.values[labeled], return_inverse=True)
+    y = y.reshape(-1).astype(np.int64)
+    c = int(classes.size)
+    if c < 2:
+        raise UserError(f"labels: {c} distinct label(s) among the labelled points; need at least 2 classes")
+    if X is not None:
+        from .data.dataset import check_features
+
+        X = check_features(X, "X")
+        if X.shape[0] != n:
+            raise UserError(f"X has {X.shape[0]} rows but labels has {n} values; they must be equal")
+    opts = DetectOptions(cut=cut, features=bool(features), min_agreement=min_agreement)
+    opts._validate_params("")
+    if isinstance(cache, (str, bytes)) or hasattr(cache, "__fspath__"):
+        cache = Cache(cache)
+    y_clean = np.full(labeled.size, -1, dtype=np.int64)
+    if clean_labels is not None:
+        cc = parse_labels(clean_labels, "clean_labels", unlabeled_value)
+        if cc.n != n:
+            raise UserError(f"clean_labels has {cc.n} values but labels has {n}; they must be equal")
+        known = cc.present[labeled]
+        pos = np.searchsorted(classes, cc.values[labeled][known])
+        ok = (pos < c) & (classes[np.minimum(pos, c - 1)] == cc.values[labeled][known])
+        yk = np.where(ok, pos, -2)
+        y_clean[np.flatnonzero(known)] = yk
+    Xl = None if X is None else np.asarray(X[labeled], dtype=np.float64)
+    if method in BASELINE_METHODS:
+        if Xl is None:
+            raise UserError("method=knn needs the features X")
+        judgement = LabelJudgement(probs=knn_oof_probs(Xl, y, c, k=min(10, max(1, labeled.size - 1))),
+                                   source="knn: out-of-sample 10-NN class frequencies")
+        judged = judge(judgement, y, DetectOptions(cut=cut, features=False))
+    else:
+        from .algorithms import make_algorithm
+
+        if graph is None:
+            if X is None:
+                raise UserError("find_label_issues: give X (features) or graph (an affinity matrix)")
+            from .graph import build_graph
+
+            graph, _ = build_graph(X, k=k, sigma=sigma, cache=cache)
+        graph = _as_graph(graph, n)
+        algorithm = make_algorithm(method, dict(params or {}))
+        if algorithm.required_eigenpairs() >= n:
+            raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs but there are only {n} points")
+        algorithm.fit(graph, labeled, y, c, cache=cache)
+        judgement = algorithm.label_judgement()
+        if judgement is None:
+            raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
+        judged = judge(judgement, y, opts, X=Xl)
+    flipped: np.ndarray | None = None
+    if clean_labels is not None:
+        known = y_clean != -1
+        flipped = np.full(labeled.size, None, dtype=object)
+        flipped[known] = (y_clean != y)[known]
+        if known.all():
+            flipped = flipped.astype(bool)
+    return issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)
