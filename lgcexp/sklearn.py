@@ -380,13 +380,14 @@ class LGCClassifier(_GraphSSLClassifier):
     _algo = "lgc"
     _parameter_constraints = _constraints("lgc")
 
-    def __init__(self, *, alpha=0.9, solver="cg", tol=1e-10, maxiter=10_000, t=1000,
+    def __init__(self, *, alpha=0.9, solver="cg", tol=1e-10, maxiter=10_000, t=1000, judge=True,
                  graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
         self.alpha = alpha
         self.solver = solver
         self.tol = tol
         self.maxiter = maxiter
         self.t = t
+        self.judge = judge
         self.graph = graph
         self.n_neighbors = n_neighbors
         self.sigma = sigma

@@ -10,6 +10,7 @@ The authors' fixed-point iteration ``F <- (1-alpha) Y + alpha S F`` for ``t`` st
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..graph import Graph
 from ..linalg import block_cg, shifted_operator
@@ -70,7 +71,8 @@ class LGC(GraphSSLAlgorithm):
         self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t)
         self.info_["solver_iterations"] = int(it)
         self._judgement = None
-        if self.judge:
+        # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
+        if self.judge and sp.issparse(graph.S):
             from ..label_issues import LabelJudgement, graph_loo_probs
             from .autol import cached_propagation_submatrix
 
