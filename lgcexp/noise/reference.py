@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import RATE, NoiseModel, uniform_transition
+from .uniform import UniformNoise
 
 
 def reference_clean_count(n_labeled: int, n_classes: int, rate: float) -> int:
@@ -32,7 +32,7 @@ def reference_clean_count(n_labeled: int, n_classes: int, rate: float) -> int:
     return int(np.round(int(n_labeled) * trace / int(n_classes)))
 
 
-class ReferenceNoise(NoiseModel):
+class ReferenceNoise(UniformNoise):
     """The authors' uniform-noise draw (bit-for-bit on the same labelled set and seed).
 
     ========  ===============  =========================================================
@@ -43,14 +43,7 @@ class ReferenceNoise(NoiseModel):
     Expected transition matrix: ``1 - rate`` on the diagonal, ``rate / (c - 1)`` elsewhere.
     """
 
-    name = "reference"
-    _parameter_constraints = {"rate": RATE}
-
-    def __init__(self, rate: float = 0.0):
-        self.rate = rate
-
-    def transition_matrix(self, n_classes: int) -> np.ndarray:
-        return uniform_transition(n_classes, float(self.rate))
+    name = "reference"  # parameters and expected transition matrix: uniform noise's; only the draw differs
 
     def _corrupt(self, y_clean: np.ndarray, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         l, c = y_clean.size, n_classes
