@@ -82,7 +82,8 @@ class AnchorGraph(Graph):
     def n_edges(self) -> int:
         return int(self.Z.nnz)
 
-    def _components(self) -> tuple[int, np.ndarray]:
+    def components(self) -> tuple[int, np.ndarray]:
+        """Components of the points through their anchors (W = Z Λ⁻¹ Zᵀ is never formed)."""
         n, m = self.Z.shape
         B = sp.bmat([[None, self.Z], [self.Z.T, None]], format="csr")
         n_comp, comp = sp.csgraph.connected_components(B, directed=False)
@@ -90,14 +91,6 @@ class AnchorGraph(Graph):
         labels, comp_pts = np.unique(comp[:n], return_inverse=True)
         return int(labels.size), comp_pts
 
-    def n_components(self) -> int:
-        return self._components()[0]
-
-    def unreached_mask(self, labeled: np.ndarray) -> np.ndarray:
-        n_comp, comp = self._components()
-        has = np.zeros(n_comp, dtype=bool)
-        has[comp[np.asarray(labeled, dtype=np.int64)]] = True
-        return ~has[comp]
 
 
 # -- construction ----------------------------------------------------------------------------------------------

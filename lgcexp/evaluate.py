@@ -42,11 +42,7 @@ def mark_unreached(pred: np.ndarray, graph: Any, labeled: np.ndarray) -> tuple[n
     """Predictions with the points no label can reach (their connected component holds no labelled point)
     set to -1 instead of an arbitrary class (argmax of an all-zero row is class 0); accuracy counts them
     wrong. Returns (predictions, number of such points)."""
-    from .graph import unreached_mask
-
-    # a graph type with its own notion of components (lgcexp.anchor.AnchorGraph: W is never formed) says so
-    own = getattr(type(graph), "unreached_mask", None)
-    mask = own(graph, labeled) if own is not None else unreached_mask(graph, labeled)
+    mask = graph.unreached_mask(labeled)  # each graph type knows its components (anchor graph: W never formed)
     if not mask.any():
         return pred, 0
     pred = np.array(pred, copy=True)

@@ -221,7 +221,6 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
     (default: all), so a label the graph rejects never teaches the model. Above :data:`MAX_FEATURES`
     features the rows are first projected on their leading principal axes. Returns None where it cannot be
     fitted (a fold whose training labels hold fewer than two classes)."""
-    from sklearn.model_selection import KFold, StratifiedKFold
 
     y = np.asarray(y, dtype=np.int64)
     l = y.size
@@ -231,19 +230,26 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
         from sklearn.decomposition import PCA
 
         Z = PCA(n_components=min(MAX_FEATURES, l), svd_solver="randomized", random_state=seed).fit_transform(Z)
-    folds = int(max(2, min(folds, l)))
-    counts = np.bincount(y, minlength=n_classes)
-    if counts[counts > 0].min() >= folds:
-        splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(Z, y)
-    else:
-        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(Z)
     out = np.zeros((l, int(n_classes)))
-    for tr, te in splits:
+    for tr, te in fold_splits(y, n_classes, folds, seed):
         tr = tr[train[tr]]
         if np.unique(y[tr]).size < 2:
             return None
         out[te] = shrinkage_lda(Z[tr], y[tr], Z[te], n_classes)
     return out
+
+
+def fold_splits(y: np.ndarray, n_classes: int, folds: int, seed: int):
+    """Shuffled (train, test) index folds of the labelled points: stratified by label when every present
+    class has at least ``folds`` members, plain k-fold otherwise (``folds`` clipped to [2, l])."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    l = y.size
+    folds = int(max(2, min(folds, l)))
+    counts = np.bincount(y, minlength=n_classes)
+    if counts[counts > 0].min() >= folds:
+        return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(l), y)
+    return KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(l))
 
 
 def combine_views(graph: np.ndarray, features: np.ndarray, floor: float = 1e-4) -> np.ndarray:
@@ -264,20 +270,13 @@ def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, 
     The labelled points are split into ``folds`` stratified folds (shuffled with ``seed``); each point's
     distribution is the class share among its ``k`` nearest neighbours (Euclidean, on the features as
     given) in the other folds. Exact search (scikit-learn, brute force)."""
-    from sklearn.model_selection import KFold, StratifiedKFold
     from sklearn.neighbors import NearestNeighbors
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     l = y.size
     out = np.zeros((l, int(n_classes)))
-    folds = int(max(2, min(folds, l)))
-    counts = np.bincount(y, minlength=n_classes)
-    if counts[counts > 0].min() >= folds:
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(X, y)
-    else:
-        splitter = KFold(n_splits=folds, shuffle=True, random_state=seed).split(X)
-    for train, test in splitter:
+    for train, test in fold_splits(y, n_classes, folds, seed):
         kk = int(min(k, train.size))
         nn = NearestNeighbors(n_neighbors=kk, algorithm="brute").fit(X[train])
         idx = nn.kneighbors(X[test], return_distance=False)

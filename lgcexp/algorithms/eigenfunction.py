@@ -123,11 +123,9 @@ class EigenfunctionGraph(Graph):
     def n_edges(self) -> int:
         return 0
 
-    def n_components(self) -> int:
-        return 1
-
-    def unreached_mask(self, labeled: np.ndarray) -> np.ndarray:
-        return np.zeros(self.n, dtype=bool)
+    def components(self) -> tuple[int, np.ndarray]:
+        """One component: every point is reached through the eigenfunctions."""
+        return 1, np.zeros(self.n, dtype=np.int64)
 
 
 class EigenfunctionBuilder(GraphBuilder):

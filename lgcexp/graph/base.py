@@ -50,8 +50,21 @@ class Graph:
         """Number of undirected edges."""
         return int(self.W.nnz // 2)
 
+    def components(self) -> tuple[int, np.ndarray]:
+        """(number of connected components, component of every point)."""
+        n_comp, comp = sp.csgraph.connected_components(self.W, directed=False)
+        return int(n_comp), comp
+
     def n_components(self) -> int:
-        return int(sp.csgraph.connected_components(self.W, directed=False)[0])
+        return self.components()[0]
+
+    def unreached_mask(self, labeled: np.ndarray) -> np.ndarray:
+        """Boolean mask of the points whose connected component holds no labelled point: no label can reach
+        them by propagation, so any class assigned to them is arbitrary."""
+        n_comp, comp = self.components()
+        has_label = np.zeros(n_comp, dtype=bool)
+        has_label[comp[np.asarray(labeled, dtype=np.int64)]] = True
+        return ~has_label[comp]
 
 
 def fingerprint(X: np.ndarray) -> str:
@@ -133,10 +146,5 @@ def check_no_isolated_points(graph: Graph, sigma: float | str | None = None, all
 
 
 def unreached_mask(graph: Graph, labeled: np.ndarray) -> np.ndarray:
-    """Boolean mask of the points whose connected component holds no labelled point: no label can reach
-    them by propagation, so any class assigned to them is arbitrary."""
-    n_comp, comp = sp.csgraph.connected_components(graph.W, directed=False)
-    labeled = np.asarray(labeled, dtype=np.int64)
-    has_label = np.zeros(n_comp, dtype=bool)
-    has_label[comp[labeled]] = True
-    return ~has_label[comp]
+    """:meth:`Graph.unreached_mask` (kept as a function for callers of the old name)."""
+    return graph.unreached_mask(labeled)
