@@ -61,12 +61,12 @@ from .algorithms import algorithm_class
 from .algorithms.base import GraphSSLAlgorithm
 from .cache import Cache, stable_hash
 from .errors import UserError
-from .graph import SIGMA_NEIGHBOR, Graph, KnnGraph, flat_index, knn_query
+from .graph import SIGMA_NEIGHBOR, Graph, KnnGraph, flat_index, knn_query, knn_search, local_scales
 from .params import sklearn_constraints
 
 __all__ = [
-    "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier",
-    "ESTIMATORS", "expected_failed_checks", "label_judgement",
+    "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier", "AutoClassifier",
+    "GTFClassifier", "ESTIMATORS", "expected_failed_checks", "label_judgement",
 ]
 
 #: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)
@@ -82,9 +82,8 @@ def _graph_constraints() -> dict[str, list]:
     """The graph parameters: KnnGraph's own table, ``k`` spelled ``n_neighbors`` as in scikit-learn."""
     return {
         "graph": [StrOptions(set(GRAPHS))],
-        # the Gaussian kNN graph's k, sigma and symmetrize (its other kernels are not exposed here yet)
-        **sklearn_constraints({k: v for k, v in KnnGraph._parameter_constraints.items()
-                               if k in ("k", "sigma", "symmetrize")}, _GRAPH_RENAME),
+        # the kNN graph builder's whole table: k, sigma, symmetrize, kernel, local_scale
+        **sklearn_constraints(KnnGraph._parameter_constraints, _GRAPH_RENAME),
         "cache_dir": [None, str, os.PathLike],
     }
 
@@ -112,21 +111,26 @@ def label_distributions(scores: np.ndarray) -> np.ndarray:
     return np.divide(F, total, out=np.full_like(F, 1.0 / F.shape[1]), where=total > 0)
 
 
+#: methods whose label judgement is their corrected label distribution ``corrected_`` (AutoL's LOO readout)
+_CORRECTS_LABELS = ("autoL", "auto")
+
+
 def label_judgement(algorithm: GraphSSLAlgorithm, labeled: np.ndarray,
                     y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``(quality, issues)`` of the given labels (one entry per labelled point: ``labeled`` their indices,
     ``y`` their class numbers), from a fitted algorithm; None for methods that do not judge labels.
 
     The one place that reads an algorithm's judgement (the label-judgement hook of issue 11 goes here):
-    AutoL: quality is the corrected probability of the given label (``corrected_``, the leave-one-out
-    prediction at the learned weights), an issue a label whose corrected argmax is another class. SIIS (and
+    AutoL and Auto: quality is the corrected probability of the given label (``corrected_``, the
+    leave-one-out prediction at the learned weights; Auto's at its chosen alpha), an issue a label whose
+    corrected argmax is another class (the ``corrected_label`` column of the command's labels.csv). SIIS (and
     any other method that sets ``dropped_``): an issue a label the method rejects (``dropped_``), quality
     the share of the given label in the label's score row (:func:`label_distributions`).
     """
     if algorithm.dropped_ is None:
         return None
     rows = np.arange(y.size)
-    if algorithm.name == "autoL":
+    if algorithm.name in _CORRECTS_LABELS:
         Q = np.asarray(algorithm.corrected_)
         return Q[rows, y].astype(np.float64), Q.argmax(axis=1) != y
     return label_distributions(algorithm.scores_[labeled])[rows, y], np.asarray(algorithm.dropped_, dtype=bool)
@@ -165,13 +169,16 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
 
     def min_points(self) -> int:
         """The fewest training points this configuration can fit: the kNN graph needs more points than
-        ``n_neighbors``, ``sigma="mean"`` the distance to a 10th neighbour, spectral methods more points
-        than eigenpairs."""
+        ``n_neighbors``, ``sigma="mean"`` (Gaussian kernel) the distance to a 10th neighbour, the
+        ``self_tuning`` kernel more points than ``local_scale``, spectral methods more points than
+        eigenpairs."""
         need = 2
         if self.graph == "knn":
             need = max(need, int(self.n_neighbors) + 1)
-            if self.sigma == "mean":
+            if self.kernel == "gaussian" and self.sigma == "mean":
                 need = max(need, SIGMA_NEIGHBOR + 1)
+            if self.kernel == "self_tuning":
+                need = max(need, int(self.local_scale) + 1)
         cls = algorithm_class(self._algo)
         return max(need, int(cls(**self._algorithm_params()).required_eigenpairs()) + 1)
 
@@ -187,8 +194,8 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         need = self.min_points()
         if need > 10:
             why = (f"the check fits 10 points, and this configuration needs at least {need} (a kNN graph needs "
-                   f"more points than n_neighbors, sigma='mean' a 10th neighbour, a spectral method more points "
-                   f"than eigenpairs); the refusal is a ValueError that names the parameter, not the words "
+                   f"more points than n_neighbors, sigma='mean' a 10th neighbour, the self_tuning kernel more "
+                   f"points than local_scale, a spectral method more points than eigenpairs); the refusal is a ValueError that names the parameter, not the words "
                    f"the check looks for")
             out["check_fit2d_1feature"] = why
             out["check_estimators_nan_inf"] = why + " (NaN and inf themselves are refused at fit and predict)"
@@ -228,7 +235,8 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         if precomputed:
             graph = _precomputed_graph(X)
         else:
-            builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize)
+            builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize, kernel=self.kernel,
+                               local_scale=self.local_scale)
             try:
                 builder._validate_params(prefix="")
                 builder.check_data(n, 0, prefix="")
@@ -252,8 +260,16 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.algorithm_ = algo
         self.graph_ = graph
         self._index = index  # faiss index of the training points (None: precomputed graph)
-        self._k = int(self.n_neighbors)  # as fitted: set_params after fit does not change predict
-        self.sigma_ = None if precomputed else float(graph.sigma)
+        # the vote's settings as fitted: set_params after fit does not change predict
+        self._k, self._kernel = int(self.n_neighbors), self.kernel
+        self._local_scale = int(self.local_scale)
+        self.sigma_ = float(graph.sigma) if index is not None and self.kernel == "gaussian" else None
+        self.local_scales_ = None
+        if index is not None and self.kernel == "self_tuning":
+            # sigma_i of the training points, as the graph's kernel used them (distance to the
+            # local_scale-th neighbour, self excluded); new points get theirs in predict
+            dist, _ = knn_search(X, self._local_scale, index=index)
+            self.local_scales_ = local_scales(dist, self._local_scale)
         self.label_distributions_ = label_distributions(algo.scores_)
         self.transduction_ = classes[algo.predict()]
         self.n_iter_ = int(algo.info_.get(self._n_iter_key, 0))
@@ -284,15 +300,30 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return self._knn_vote(Xq)
 
     def _knn_vote(self, Xq: np.ndarray) -> np.ndarray:
-        k = min(self._k, self._index.ntotal)
-        two_s2 = 2.0 * self.sigma_ ** 2
+        """The vote of the ``n_neighbors`` nearest training points, weighted by the graph's kernel between
+        the new point q and the training point j: Gaussian ``exp(-d^2 / (2 sigma_^2))``; self_tuning
+        ``exp(-d^2 / (sigma_q sigma_j))`` with ``sigma_j`` from ``local_scales_`` and ``sigma_q`` the
+        distance of q to its ``local_scale``-th nearest training point (zero: the smallest training scale);
+        binary: 1."""
+        n_train = self._index.ntotal
+        k = min(self._k, n_train)
+        depth = min(max(k, self._local_scale), n_train) if self._kernel == "self_tuning" else k
         out = np.empty((Xq.shape[0], self.classes_.size))
         for s in range(0, Xq.shape[0], _PREDICT_CHUNK):
-            dist, idx = knn_query(self._index, Xq[s:s + _PREDICT_CHUNK], k)
-            d2 = dist ** 2
-            # weights relative to the nearest neighbour's: the same vote once normalised, and no underflow
-            # to 0/0 for a point far from every training point (it then follows its nearest neighbours)
-            w = np.exp(-(d2 - d2[:, :1]) / two_s2)
+            dist, idx = knn_query(self._index, Xq[s:s + _PREDICT_CHUNK], depth)
+            d2 = dist[:, :k] ** 2
+            idx = idx[:, :k]
+            if self._kernel == "gaussian":
+                e = -d2 / (2.0 * self.sigma_ ** 2)
+            elif self._kernel == "self_tuning":
+                sq = dist[:, min(self._local_scale, depth) - 1]
+                sq = np.where(sq > 0, sq, self.local_scales_.min())
+                e = -d2 / (sq[:, None] * self.local_scales_[idx])
+            else:  # binary
+                e = np.zeros_like(d2)
+            # weights relative to the largest one: the same vote once normalised, and no underflow to 0/0
+            # for a point far from every training point (it then follows its nearest neighbours)
+            w = np.exp(e - e.max(axis=1, keepdims=True))
             P = np.einsum("mk,mkc->mc", w, self.label_distributions_[idx])
             out[s:s + _PREDICT_CHUNK] = P / P.sum(axis=1, keepdims=True)
         return out
@@ -381,7 +412,8 @@ class LGCClassifier(_GraphSSLClassifier):
     _parameter_constraints = _constraints("lgc")
 
     def __init__(self, *, alpha=0.9, solver="cg", tol=1e-10, maxiter=10_000, t=1000, judge=True,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.alpha = alpha
         self.solver = solver
         self.tol = tol
@@ -392,6 +424,8 @@ class LGCClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -403,7 +437,8 @@ class GFHFClassifier(_GraphSSLClassifier):
     _parameter_constraints = _constraints("gfhf")
 
     def __init__(self, *, tol=1e-8, maxiter=20_000, cmn=False,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.tol = tol
         self.maxiter = maxiter
         self.cmn = cmn
@@ -411,6 +446,8 @@ class GFHFClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -427,7 +464,8 @@ class AutoLClassifier(_GraphSSLClassifier):
     def __init__(self, *, mu=0.1111, loss="xent", normalize="softmax", lr=0.7, steps=5000, beta1=0.9,
                  beta2=0.999, epsilon=1e-7, solver="cg", tol=1e-6, maxiter=10_000, t=1000, lgc_alpha=0.9,
                  dtype="float32", xla=True, chunk=500,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.mu = mu
         self.loss = loss
         self.normalize = normalize
@@ -448,6 +486,8 @@ class AutoLClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -461,7 +501,8 @@ class AutoDClassifier(_GraphSSLClassifier):
     def __init__(self, *, p=300, loo="spectral", loo_tol=1e-6, remove_diag=True, search="grid", select="acc",
                  loss="ce", x_min=1.0, x_max=100.0, x_step=1.0, x0=10.0, lr=0.05, steps=300, eps=1e-7,
                  smoothing=0.01, tol=1e-10, maxiter=10_000,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.p = p
         self.loo = loo
         self.loo_tol = loo_tol
@@ -483,6 +524,8 @@ class AutoDClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -496,7 +539,8 @@ class SIISClassifier(_GraphSSLClassifier):
 
     def __init__(self, *, m=30, lambda1=100.0, lambda2=10.0, mu=1.0, rho=1.2, mu_max=1e7, tol=1e-4,
                  max_iter=1000, multiplier_init="ones", drop_trivial=False, normalize_weights=False,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.m = m
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -512,13 +556,93 @@ class SIISClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
-#: algorithm name (``algo=`` of the command) -> estimator class
+class AutoClassifier(_GraphSSLClassifier):
+    """LGC_LVO_Auto, :class:`lgcexp.algorithms.auto.Auto`: the label weights omega and the diffusion rate
+    alpha = 2^(-1/x) learnt together from AutoL's leave-one-out loss; x from ``x_grid`` (a short AutoL
+    optimisation at every x at once, ``search_steps``), then AutoL's full optimisation (``steps``) and LGC
+    at the chosen alpha on the corrected labels. ``label_quality_`` / ``label_issues_`` as AutoL's, at the
+    chosen alpha; ``algorithm_.alpha_``, ``algorithm_.x_`` and ``algorithm_.grid_`` tell what was chosen.
+    ``x_grid`` is a tuple here (the command's ``algo.params.x_grid`` list, same values): scikit-learn wants
+    immutable defaults. Needs TensorFlow."""
+
+    _algo = "auto"
+    _n_iter_key = "opt_steps"
+    _parameter_constraints = _constraints("auto")
+
+    def __init__(self, *, x_grid=(2.0, 4.0, 8.0, 16.0), search_steps=1000, readout="kept", loss="xent",
+                 normalize="softmax", lr=0.7, steps=5000, beta1=0.9, beta2=0.999, epsilon=1e-7, tol=1e-6,
+                 maxiter=10_000, dtype="float32", xla=True, chunk=500,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.x_grid = x_grid
+        self.search_steps = search_steps
+        self.readout = readout
+        self.loss = loss
+        self.normalize = normalize
+        self.lr = lr
+        self.steps = steps
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.tol = tol
+        self.maxiter = maxiter
+        self.dtype = dtype
+        self.xla = xla
+        self.chunk = chunk
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        params = super()._algorithm_params()
+        if isinstance(params["x_grid"], np.ndarray):  # scikit-learn's "array-like": the table takes lists
+            params["x_grid"] = params["x_grid"].tolist()
+        return params
+
+
+class GTFClassifier(_GraphSSLClassifier):
+    """Graph trend filtering (Wang et al. 2016), :class:`lgcexp.algorithms.gtf.GTF`: per class, the
+    labelled squared loss plus ``lam`` times the l1 norm of the weighted graph differences (order 0, the
+    graph fused lasso, or order 1), by ADMM. Labelled points are read from the fit too, but GTF gives no
+    verdict on its labels (no ``label_issues_``)."""
+
+    _algo = "gtf"
+    _parameter_constraints = _constraints("gtf")
+
+    def __init__(self, *, lam=0.01, order=0, rho=1.0, tol=1e-4, max_iter=2000, solver="cg",
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.lam = lam
+        self.order = order
+        self.rho = rho
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver = solver
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+
+#: algorithm name (``algo=`` of the command) -> estimator class. ``lssc`` and ``eigenfunction`` have none:
+#: they do not run on a kNN or user-given affinity graph (LSSC on an anchor graph's sparse codes,
+#: Eigenfunction on numerical eigenfunctions of the data), so neither ``graph`` option nor the
+#: neighbour-vote ``predict`` applies to them (README, "scikit-learn estimators").
 ESTIMATORS: dict[str, type[_GraphSSLClassifier]] = {
     "lgc": LGCClassifier, "gfhf": GFHFClassifier, "autoL": AutoLClassifier, "autoD": AutoDClassifier,
-    "siis": SIISClassifier,
+    "siis": SIISClassifier, "auto": AutoClassifier, "gtf": GTFClassifier,
 }
 
 
