@@ -5,34 +5,46 @@
     from lgcexp.sklearn import LGCClassifier, AutoLClassifier
     clf = AutoLClassifier().fit(X, y)          # y: labels, -1 where a point has none
     clf.transduction_                          # a label for every row of X
-    clf.label_issues_                          # the given labels the method rejects (AutoL, SIIS)
+    clf.label_issues_                          # the given labels the method rejects (AutoL, Auto, SIIS)
     clf.predict(X_new)                         # new points: kernel-weighted vote of their neighbours
 
 Each estimator is a thin wrapper of an lgcexp algorithm (:mod:`lgcexp.algorithms`): ``fit`` builds the
 graph with :class:`lgcexp.graph.KnnGraph` (exact faiss kNN, union-symmetrised, no self-loops, Gaussian
-weights; ``graph="precomputed"`` takes your own sparse affinity instead), computes the Laplacian
+weights by default; ``graph="precomputed"`` takes your own sparse affinity instead), computes the Laplacian
 eigenpairs the method needs with :func:`lgcexp.spectral.laplacian_eigenpairs`, and runs the algorithm's
 ``fit`` on (graph, labelled indices, encoded labels), exactly as the ``lgcexp`` command does; the
 optional on-disk cache (``cache_dir``) is the command's cache. Nothing is solved here.
 
 Parameters are those of the algorithm (same names, same defaults) plus the graph's: ``graph`` (``knn`` |
-``precomputed``), ``n_neighbors`` (the builder's ``k``), ``sigma``, ``symmetrize``, ``cache_dir``. Their
+``precomputed``), ``n_neighbors`` (the builder's ``k``), ``sigma``, ``symmetrize``, ``kernel``
+(``gaussian`` | ``self_tuning`` | ``binary``, :mod:`lgcexp.graph.kernels`), ``local_scale`` (the
+self-tuning kernel's neighbour), ``cache_dir``. Their
 scikit-learn ``_parameter_constraints`` are translated from the algorithm's and the graph builder's own
 tables (:func:`lgcexp.params.sklearn_constraints`), so a bad value set by ``set_params`` fails at ``fit``
-with scikit-learn's usual ``InvalidParameterError``.
+with scikit-learn's usual ``InvalidParameterError``. Defaults that are lists in an algorithm (Auto's
+``x_grid``) are tuples here, with the same values: scikit-learn wants immutable defaults.
+
+Estimators: every algorithm that runs on a kNN or given affinity graph (``lgc``, ``gfhf``, ``autoL``,
+``autoD``, ``siis``, ``auto``, ``gtf``). ``lssc`` and ``eigenfunction`` have none: they run on their own
+graphs (an anchor graph's sparse codes, numerical eigenfunctions of the data), to which neither the
+``graph`` option nor the neighbour vote for new points applies.
 
 Fitted attributes: ``classes_`` (any label values), ``transduction_`` (the method's label for every
 training row: the row argmax of its class scores, as the command's ``predictions.csv``),
 ``label_distributions_`` (the scores clipped at 0 and normalised per row; uniform where a row has no
 score, e.g. a graph component without a label), ``n_iter_``, ``graph_`` (:class:`lgcexp.graph.Graph`),
-``algorithm_`` (the fitted lgcexp algorithm: ``info_``, ``omega_``, ...), ``sigma_`` (the kernel width
-used, ``graph="knn"``), and for methods that judge the given labels (AutoL, SIIS) ``label_quality_`` and
+``algorithm_`` (the fitted lgcexp algorithm: ``info_``, ``omega_``, ...), ``sigma_`` (the Gaussian
+kernel's width as used; None for the other kernels and ``graph="precomputed"``), ``local_scales_`` (the
+training points' ``sigma_i``, ``kernel="self_tuning"``; None otherwise), and for methods that judge the
+given labels (AutoL, Auto, SIIS) ``label_quality_`` and
 ``label_issues_``, one entry per row of X (NaN / False at unlabelled rows).
 
 New points (``predict``, ``predict_proba``) get the inductive extension scikit-learn's ``LabelSpreading``
 uses: a kernel-weighted vote of the fitted ``label_distributions_`` of their ``n_neighbors`` nearest
-training points, found in the same faiss index the graph was built from, with the graph's Gaussian
-kernel ``exp(-d^2 / (2 sigma_^2))``. With ``graph="precomputed"``, ``predict`` takes the affinities of the new
+training points, found in the same faiss index the graph was built from, weighted by the graph's kernel:
+Gaussian ``exp(-d^2 / (2 sigma_^2))``; self-tuning ``exp(-d^2 / (sigma_q sigma_j))``, ``sigma_j`` the training
+point's local scale and ``sigma_q`` the new point's distance to its ``local_scale``-th nearest training
+point; binary 1. With ``graph="precomputed"``, ``predict`` takes the affinities of the new
 points to the training points, an (m, n_train) matrix (scikit-learn's ``metric="precomputed"``
 convention), and votes with them.
 
