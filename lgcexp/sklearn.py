@@ -25,9 +25,10 @@ with scikit-learn's usual ``InvalidParameterError``. Defaults that are lists in 
 ``x_grid``) are tuples here, with the same values: scikit-learn wants immutable defaults.
 
 Estimators: every algorithm that runs on a kNN or given affinity graph (``lgc``, ``gfhf``, ``autoL``,
-``autoD``, ``siis``, ``auto``, ``gtf``). ``lssc`` and ``eigenfunction`` have none: they run on their own
-graphs (an anchor graph's sparse codes, numerical eigenfunctions of the data), to which neither the
-``graph`` option nor the neighbour vote for new points applies.
+``autoD``, ``siis``, ``auto``, ``gtf``), and ``lssc`` on its own anchor graph (:class:`LSSCClassifier`:
+the anchor graph's parameters instead of the kNN graph's, and the anchor graph's own rule for new
+points). ``eigenfunction`` has none: its numerical eigenfunctions are read at the training points only
+(the graph stage keeps no PCA rotation or bin tables to read them at a new point).
 
 Fitted attributes: ``classes_`` (any label values), ``transduction_`` (the method's label for every
 training row: the row argmax of its class scores, as the command's ``predictions.csv``),
@@ -78,7 +79,7 @@ from .params import sklearn_constraints
 
 __all__ = [
     "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier", "AutoClassifier",
-    "GTFClassifier", "ESTIMATORS", "expected_failed_checks", "label_judgement",
+    "GTFClassifier", "LSSCClassifier", "ESTIMATORS", "expected_failed_checks", "label_judgement",
 ]
 
 #: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)
@@ -165,9 +166,18 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     _n_iter_key: ClassVar[str] = "solver_iterations"
 
     # ---- parameters -------------------------------------------------------------------------------------
+    @classmethod
+    def _graph_param_names(cls) -> set[str]:
+        """The estimator's parameters that configure the graph (and the cache), not the algorithm."""
+        return set(_graph_constraints())
+
     def _algorithm_params(self) -> dict[str, Any]:
-        names = self._parameter_constraints.keys() - _graph_constraints().keys()
+        names = self._parameter_constraints.keys() - self._graph_param_names()
         return {k: getattr(self, k) for k in names}
+
+    def _precomputed(self) -> bool:
+        """Whether X is a precomputed affinity matrix (``graph="precomputed"``)."""
+        return self.graph == "precomputed"
 
     def _make_algorithm(self, n: int, n_classes: int) -> GraphSSLAlgorithm:
         """The lgcexp algorithm with this estimator's parameters, checked against the algorithm's own table
@@ -179,11 +189,10 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         algo.check_data(n, n_classes, prefix="")
         return algo
 
-    def min_points(self) -> int:
-        """The fewest training points this configuration can fit: the kNN graph needs more points than
+    def _graph_min_points(self) -> int:
+        """The fewest points the graph can be built on: the kNN graph needs more points than
         ``n_neighbors``, ``sigma="mean"`` (Gaussian kernel) the distance to a 10th neighbour, the
-        ``self_tuning`` kernel more points than ``local_scale``, spectral methods more points than
-        eigenpairs."""
+        ``self_tuning`` kernel more points than ``local_scale``."""
         need = 2
         if self.graph == "knn":
             need = max(need, int(self.n_neighbors) + 1)
@@ -191,8 +200,13 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 need = max(need, SIGMA_NEIGHBOR + 1)
             if self.kernel == "self_tuning":
                 need = max(need, int(self.local_scale) + 1)
+        return need
+
+    def min_points(self) -> int:
+        """The fewest training points this configuration can fit: the graph's (:meth:`_graph_min_points`),
+        and for spectral methods more points than eigenpairs."""
         cls = algorithm_class(self._algo)
-        return max(need, int(cls(**self._algorithm_params()).required_eigenpairs()) + 1)
+        return max(self._graph_min_points(), int(cls(**self._algorithm_params()).required_eigenpairs()) + 1)
 
     def _expected_failed_checks(self) -> dict[str, str]:
         """scikit-learn estimator checks that cannot apply here, each with its reason."""
@@ -207,15 +221,16 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         if need > 10:
             why = (f"the check fits 10 points, and this configuration needs at least {need} (a kNN graph needs "
                    f"more points than n_neighbors, sigma='mean' a 10th neighbour, the self_tuning kernel more "
-                   f"points than local_scale, a spectral method more points than eigenpairs); the refusal is a ValueError that names the parameter, not the words "
-                   f"the check looks for")
+                   f"points than local_scale, an anchor graph at least n_anchors points, a spectral method more "
+                   f"points than eigenpairs); the refusal is a ValueError that names the parameter, not the "
+                   f"words the check looks for")
             out["check_fit2d_1feature"] = why
             out["check_estimators_nan_inf"] = why + " (NaN and inf themselves are refused at fit and predict)"
         return out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        precomputed = self.graph == "precomputed"
+        precomputed = self._precomputed()
         tags.input_tags.pairwise = precomputed
         tags.input_tags.sparse = precomputed
         return tags
@@ -225,7 +240,7 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit on X (n x d features; with ``graph="precomputed"`` an n x n sparse symmetric affinity) and
         y (n labels, -1 for an unlabelled point). Returns self."""
-        precomputed = self.graph == "precomputed"
+        precomputed = self._precomputed()
         X, y = validate_data(self, X, y, accept_sparse="csr" if precomputed else False,
                              dtype=np.float64 if precomputed else np.float32, ensure_min_samples=2)
         n = X.shape[0]
@@ -242,23 +257,7 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                              f"y has 1 class ({classes[0]!r})")
         algo = self._make_algorithm(n, classes.size)
         cache = Cache(self.cache_dir)
-
-        index = None
-        if precomputed:
-            graph = _precomputed_graph(X)
-        else:
-            builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize, kernel=self.kernel,
-                               local_scale=self.local_scale)
-            try:
-                builder._validate_params(prefix="")
-                builder.check_data(n, 0, prefix="")
-            except UserError as exc:
-                raise _renamed(exc, _GRAPH_RENAME) from None
-            index = flat_index(X)
-            try:
-                graph, _ = builder.build(X, cache=cache, data_fingerprint=None, index=index)
-            except UserError as exc:  # e.g. a sigma so small that points lose every edge
-                raise UserError(str(exc).replace("graph.sigma", "sigma")) from None
+        graph, fitted_state = self._fit_graph(X, cache)
 
         eig = None
         p = algo.required_eigenpairs()
@@ -271,17 +270,8 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.algorithm_ = algo
         self.graph_ = graph
-        self._index = index  # faiss index of the training points (None: precomputed graph)
-        # the vote's settings as fitted: set_params after fit does not change predict
-        self._k, self._kernel = int(self.n_neighbors), self.kernel
-        self._local_scale = int(self.local_scale)
-        self.sigma_ = float(graph.sigma) if index is not None and self.kernel == "gaussian" else None
-        self.local_scales_ = None
-        if index is not None and self.kernel == "self_tuning":
-            # sigma_i of the training points, as the graph's kernel used them (distance to the
-            # local_scale-th neighbour, self excluded); new points get theirs in predict
-            dist, _ = knn_search(X, self._local_scale, index=index)
-            self.local_scales_ = local_scales(dist, self._local_scale)
+        for name, value in fitted_state.items():
+            setattr(self, name, value)
         self.label_distributions_ = label_distributions(algo.scores_)
         self.transduction_ = classes[algo.predict()]
         self.n_iter_ = int(algo.info_.get(self._n_iter_key, 0))
@@ -293,6 +283,36 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             self.label_issues_ = np.zeros(n, dtype=bool)
             self.label_issues_[labeled] = issues
         return self
+
+    def _fit_graph(self, X, cache: Cache) -> tuple[Graph, dict[str, Any]]:
+        """The training graph (the kNN graph of X, or X itself with ``graph="precomputed"``) and what
+        ``predict`` needs of it, set on the estimator once the fit has succeeded."""
+        if self._precomputed():
+            return _precomputed_graph(X), {"_index": None, "sigma_": None, "local_scales_": None}
+        builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize, kernel=self.kernel,
+                           local_scale=self.local_scale)
+        try:
+            builder._validate_params(prefix="")
+            builder.check_data(X.shape[0], 0, prefix="")
+        except UserError as exc:
+            raise _renamed(exc, _GRAPH_RENAME) from None
+        index = flat_index(X)
+        try:
+            graph, _ = builder.build(X, cache=cache, data_fingerprint=None, index=index)
+        except UserError as exc:  # e.g. a sigma so small that points lose every edge
+            raise UserError(str(exc).replace("graph.sigma", "sigma")) from None
+        # the vote's settings as fitted: set_params after fit does not change predict
+        state: dict[str, Any] = {
+            "_index": index,  # faiss index of the training points
+            "_k": int(self.n_neighbors), "_kernel": self.kernel, "_local_scale": int(self.local_scale),
+            "sigma_": float(graph.sigma) if self.kernel == "gaussian" else None, "local_scales_": None,
+        }
+        if self.kernel == "self_tuning":
+            # sigma_i of the training points, as the graph's kernel used them (distance to the
+            # local_scale-th neighbour, self excluded); new points get theirs in predict
+            dist, _ = knn_search(X, int(self.local_scale), index=index)
+            state["local_scales_"] = local_scales(dist, int(self.local_scale))
+        return graph, state
 
     # ---- new points ---------------------------------------------------------------------------------------
     def predict_proba(self, X) -> np.ndarray:
@@ -648,13 +668,87 @@ class GTFClassifier(_GraphSSLClassifier):
         self.cache_dir = cache_dir
 
 
-#: algorithm name (``algo=`` of the command) -> estimator class. ``lssc`` and ``eigenfunction`` have none:
-#: they do not run on a kNN or user-given affinity graph (LSSC on an anchor graph's sparse codes,
-#: Eigenfunction on numerical eigenfunctions of the data), so neither ``graph`` option nor the
-#: neighbour-vote ``predict`` applies to them (README, "scikit-learn estimators").
+def _anchor_constraints() -> dict[str, list]:
+    """The anchor graph's parameters: :class:`lgcexp.anchor.AnchorGraphBuilder`'s own table."""
+    from .anchor import AnchorGraphBuilder
+
+    return {**sklearn_constraints(AnchorGraphBuilder._parameter_constraints), "cache_dir": [None, str, os.PathLike]}
+
+
+class LSSCClassifier(_GraphSSLClassifier):
+    """LSSC (Lu et al. 2015), :class:`lgcexp.algorithms.lssc.LSSC`, on its own graph: the anchor graph of
+    Liu, He & Chang (2010), :class:`lgcexp.anchor.AnchorGraphBuilder` (``n_anchors`` k-means anchors, each
+    point coded by weights ``Z`` on its ``s`` nearest ones, ``weights`` lae | kernel; the command's
+    ``graph=anchor``). LSSC fits one score row per anchor (``A``, m x c) and every point's scores are
+    ``Z A``. No ``graph``, ``n_neighbors`` or kernel parameters: LSSC needs the codes ``Z``, which neither a
+    kNN graph nor a given affinity has.
+
+    New points: the anchor graph's own inductive rule (Liu et al. 2010, §3-4: labels are inferred from the
+    anchors' labels through a point's codes): the new point's codes ``z(x)`` over its ``s`` nearest anchors,
+    computed as the graph's rows (local anchor embedding, or the kernel with the graph's width), times
+    ``A``; clipped at 0 and normalised as ``label_distributions_``. A training point gets back its own row."""
+
+    _algo = "lssc"
+    _parameter_constraints = {**sklearn_constraints(algorithm_class("lssc")._parameter_constraints),
+                              **_anchor_constraints()}
+
+    def __init__(self, *, lam=0.1, rho=1.0, tol=1e-6, max_iter=5000,
+                 n_anchors=1000, s=3, weights="lae", kmeans_iter=10, lae_iter=100, seed=0, cache_dir=None):
+        self.lam = lam
+        self.rho = rho
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_anchors = n_anchors
+        self.s = s
+        self.weights = weights
+        self.kmeans_iter = kmeans_iter
+        self.lae_iter = lae_iter
+        self.seed = seed
+        self.cache_dir = cache_dir
+
+    @classmethod
+    def _graph_param_names(cls) -> set[str]:
+        return set(_anchor_constraints())
+
+    def _precomputed(self) -> bool:
+        return False
+
+    def _graph_min_points(self) -> int:
+        return max(2, int(self.n_anchors))
+
+    def _fit_graph(self, X, cache: Cache) -> tuple[Graph, dict[str, Any]]:
+        from .anchor import AnchorGraphBuilder
+
+        builder = AnchorGraphBuilder(**{k: getattr(self, k) for k in AnchorGraphBuilder._parameter_constraints})
+        builder._validate_params(prefix="")
+        builder.check_data(X.shape[0], 0, prefix="")
+        graph, _ = builder.build(X, cache=cache, data_fingerprint=None)
+        # the codes' settings as fitted: set_params after fit does not change predict
+        return graph, {"_codes": (int(self.s), self.weights, int(self.lae_iter))}
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of new points: their anchor codes times the anchors' fitted scores, clipped
+        at 0 and normalised (see the class docstring)."""
+        from .anchor import anchor_matrix, anchor_weights
+
+        check_is_fitted(self)
+        Xq = validate_data(self, X, dtype=np.float32, reset=False)
+        s, weights, lae_iter = self._codes
+        anchors = self.graph_.anchors
+        out = np.empty((Xq.shape[0], self.classes_.size))
+        for lo in range(0, Xq.shape[0], _PREDICT_CHUNK):
+            w, idx, _ = anchor_weights(Xq[lo:lo + _PREDICT_CHUNK], anchors, s, weights, lae_iter, h=self.graph_.sigma)
+            Z = anchor_matrix(w, idx, anchors.shape[0])
+            out[lo:lo + _PREDICT_CHUNK] = label_distributions(Z @ self.algorithm_.anchor_scores_)
+        return out
+
+
+#: algorithm name (``algo=`` of the command) -> estimator class. ``eigenfunction`` has none: its
+#: numerical eigenfunctions are read at the training points only (the fitted model keeps no PCA rotation
+#: or bin tables to read them at a new point), so ``predict`` could not be honest (README).
 ESTIMATORS: dict[str, type[_GraphSSLClassifier]] = {
     "lgc": LGCClassifier, "gfhf": GFHFClassifier, "autoL": AutoLClassifier, "autoD": AutoDClassifier,
-    "siis": SIISClassifier, "auto": AutoClassifier, "gtf": GTFClassifier,
+    "siis": SIISClassifier, "auto": AutoClassifier, "gtf": GTFClassifier, "lssc": LSSCClassifier,
 }
 
 

@@ -17,11 +17,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from helpers import make_cfg
 from lgcexp.algorithms import ALGORITHMS, algorithm_class
+from lgcexp.anchor import AnchorGraphBuilder
 from lgcexp.graph import KnnGraph
 from lgcexp.params import constructor_defaults
 from lgcexp.pipeline import run
 from lgcexp.sklearn import (ESTIMATORS, AutoClassifier, AutoDClassifier, AutoLClassifier, GFHFClassifier,
-                            GTFClassifier, LGCClassifier, SIISClassifier, expected_failed_checks)
+                            GTFClassifier, LGCClassifier, LSSCClassifier, SIISClassifier, expected_failed_checks)
 
 GRAPH_DEFAULTS = {"graph": "knn", "n_neighbors": 10, "sigma": "mean", "symmetrize": "union", "kernel": "gaussian",
                   "local_scale": 7, "cache_dir": None}
@@ -39,6 +40,7 @@ CHECKED = [
     SIISClassifier(m=10),
     AutoClassifier(x_grid=(2.0, 8.0), steps=20, xla=False),  # search and final steps: 20 (one compiled loop)
     GTFClassifier(max_iter=100),
+    LSSCClassifier(n_anchors=8, max_iter=200),
     LGCClassifier(n_neighbors=5, sigma=1.0),
     LGCClassifier(n_neighbors=5, kernel="self_tuning", local_scale=5),
 ]
@@ -69,9 +71,9 @@ def test_expected_failures_have_reasons():
 
 # --- parameters: the algorithms' own, with their defaults and their tables --------------------------------
 
-#: algorithms without an estimator: they run on their own graphs (LSSC on an anchor graph's sparse codes,
-#: Eigenfunction on numerical eigenfunctions), not on a kNN or given affinity graph (see the README)
-NO_ESTIMATOR = {"lssc", "eigenfunction"}
+#: algorithms without an estimator: Eigenfunction's eigenfunctions cannot be read at a new point from what
+#: its graph stage keeps (see the README)
+NO_ESTIMATOR = {"eigenfunction"}
 
 
 def test_one_estimator_per_algorithm():
@@ -84,6 +86,14 @@ def _as_estimator_default(value):
     return tuple(value) if isinstance(value, list) else value
 
 
+def _graph_table(algo: str) -> dict:
+    """The graph builder's own table, with the estimator's names: LSSC's anchor graph, or the kNN graph
+    (``k`` spelled ``n_neighbors``)."""
+    if algo == "lssc":
+        return dict(AnchorGraphBuilder._parameter_constraints)
+    return {("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()}
+
+
 @pytest.mark.parametrize("algo", sorted(ESTIMATORS))
 def test_parameters_are_the_algorithms_and_the_graphs(algo):
     est = ESTIMATORS[algo]()
@@ -91,8 +101,10 @@ def test_parameters_are_the_algorithms_and_the_graphs(algo):
     knn = constructor_defaults(KnnGraph)
     assert {("n_neighbors" if k == "k" else k): v for k, v in knn.items()} == {
         k: v for k, v in GRAPH_DEFAULTS.items() if k not in ("graph", "cache_dir")}
+    graph_defaults = ({**constructor_defaults(AnchorGraphBuilder), "cache_dir": None} if algo == "lssc"
+                      else GRAPH_DEFAULTS)
     algo_defaults = {k: _as_estimator_default(v) for k, v in constructor_defaults(cls).items()}
-    assert est.get_params() == {**algo_defaults, **GRAPH_DEFAULTS}
+    assert est.get_params() == {**algo_defaults, **graph_defaults}
     # one constraint table, translated from the algorithm's (and the graph builder's) own
     assert set(est._parameter_constraints) == set(est.get_params())
     assert set(cls._parameter_constraints) <= set(est._parameter_constraints)
@@ -109,8 +121,7 @@ def test_translated_constraints_accept_what_the_tables_accept(algo):
     from sklearn.utils._param_validation import make_constraint
 
     est = ESTIMATORS[algo]()
-    tables = {**algorithm_class(algo)._parameter_constraints,
-              **{("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()}}
+    tables = {**algorithm_class(algo)._parameter_constraints, **_graph_table(algo)}
     for name, ours in tables.items():
         theirs = [make_constraint(c) for c in est._parameter_constraints[name]]
         for v in PROBES + [est.get_params()[name]]:
@@ -222,6 +233,9 @@ CLI_CASES = {
     "lgc-self_tuning": ("lgc", ["graph.kernel=self_tuning", "graph.local_scale=5"],
                         {"kernel": "self_tuning", "local_scale": 5}),
     "gfhf-binary": ("gfhf", ["graph.kernel=binary"], {"kernel": "binary"}),
+    # LSSC on its own graph, the anchor graph
+    "lssc": ("lssc", ["graph=anchor", "graph.n_anchors=100", "algo.params.max_iter=300"],
+             {"n_anchors": 100, "max_iter": 300}),
 }
 
 
@@ -247,8 +261,8 @@ def test_same_answers_as_the_command(case, tmp_path):
     df.to_csv(path, index=False)
     algo, overrides, params = CLI_CASES[case]
     out = tmp_path / "run"
-    run(make_cfg("dataset=csv", f"dataset.path={path}", f"algo={algo}", "graph.k=10", "graph.sigma=mean",
-                 *overrides, tmp=tmp_path), out_dir=out)
+    knn = [] if "graph=anchor" in overrides else ["graph.k=10", "graph.sigma=mean"]
+    run(make_cfg("dataset=csv", f"dataset.path={path}", f"algo={algo}", *knn, *overrides, tmp=tmp_path), out_dir=out)
     pred = pd.read_csv(out / "predictions.csv", keep_default_na=False)
     labels = pd.read_csv(out / "labels.csv", keep_default_na=False)
 
@@ -353,6 +367,34 @@ def test_inductive_prediction_with_the_other_kernels(kernel):
     ref /= ref.sum(1, keepdims=True)
     assert np.allclose(est.predict_proba(X[test]), ref, atol=1e-4)
     assert np.mean(est.predict(X[test]) == y[test]) > 0.9
+
+
+@pytest.mark.parametrize("weights", ["kernel", "lae"])
+def test_lssc_new_points_get_their_anchor_codes_times_the_anchor_scores(weights):
+    """LSSC's predict: the new point's weights on its s nearest anchors (the graph's rule: the Gaussian
+    kernel with the graph's width h, normalised; or local anchor embedding), times the anchors' scores."""
+    X, y, ym = _digits_masked()
+    train, test = np.arange(0, 1500), np.arange(1500, 1797)
+    est = LSSCClassifier(n_anchors=100, s=3, weights=weights, max_iter=500).fit(X[train], ym[train])
+    A = est.algorithm_.anchor_scores_
+    assert A.shape == (100, 10)
+    # a training point gets back its own row; the graph's rows are Z, the scores Z A
+    assert np.allclose(est.graph_.Z @ A, est.algorithm_.scores_)
+    assert np.allclose(est.predict_proba(X[train]), est.label_distributions_)
+    U = est.graph_.anchors
+    D2 = ((X[test][:, None, :] - U[None, :, :]) ** 2).sum(-1)
+    nn = np.argsort(D2, axis=1)[:, :3]
+    d2 = np.take_along_axis(D2, nn, 1)
+    if weights == "kernel":  # by hand (LAE's codes are checked on the training rows above)
+        # the graph's width: mean distance of the training points to their 3rd nearest anchor
+        h = np.sqrt(np.sort(((X[train][:, None, :] - U[None, :, :]) ** 2).sum(-1), axis=1)[:, 2]).mean()
+        assert est.graph_.sigma == pytest.approx(h, rel=1e-4)
+        z = np.exp(-d2 / h ** 2)
+        z /= z.sum(1, keepdims=True)
+        F = np.clip(np.einsum("ms,msc->mc", z, A[nn]), 0, None)
+        F /= F.sum(1, keepdims=True)
+        assert np.allclose(est.predict_proba(X[test]), F, atol=1e-4)  # faiss's float32 distances
+    assert np.mean(est.predict(X[test]) == y[test]) > 0.85
 
 
 def test_precomputed_graph_gives_the_knn_answers():
