@@ -25,10 +25,11 @@ with scikit-learn's usual ``InvalidParameterError``. Defaults that are lists in 
 ``x_grid``) are tuples here, with the same values: scikit-learn wants immutable defaults.
 
 Estimators: every algorithm that runs on a kNN or given affinity graph (``lgc``, ``gfhf``, ``autoL``,
-``autoD``, ``siis``, ``auto``, ``gtf``), and ``lssc`` on its own anchor graph (:class:`LSSCClassifier`:
-the anchor graph's parameters instead of the kNN graph's, and the anchor graph's own rule for new
-points). ``eigenfunction`` has none: its numerical eigenfunctions are read at the training points only
-(the graph stage keeps no PCA rotation or bin tables to read them at a new point).
+``autoD``, ``siis``, ``auto``, ``gtf``), and the two methods with graphs of their own:
+:class:`LSSCClassifier` (the anchor graph) and :class:`EigenfunctionClassifier` (numerical
+eigenfunctions). Those take their graph stage's parameters instead of the kNN graph's and predict new
+points by their own rule (a new point's anchor codes; the eigenfunctions read at it), not by the
+neighbour vote.
 
 Fitted attributes: ``classes_`` (any label values), ``transduction_`` (the method's label for every
 training row: the row argmax of its class scores, as the command's ``predictions.csv``),
@@ -79,7 +80,7 @@ from .params import sklearn_constraints
 
 __all__ = [
     "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier", "AutoClassifier",
-    "GTFClassifier", "LSSCClassifier", "ESTIMATORS", "expected_failed_checks", "label_judgement",
+    "GTFClassifier", "LSSCClassifier", "EigenfunctionClassifier", "ESTIMATORS", "expected_failed_checks", "label_judgement",
 ]
 
 #: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)
@@ -743,12 +744,82 @@ class LSSCClassifier(_GraphSSLClassifier):
         return out
 
 
-#: algorithm name (``algo=`` of the command) -> estimator class. ``eigenfunction`` has none: its
-#: numerical eigenfunctions are read at the training points only (the fitted model keeps no PCA rotation
-#: or bin tables to read them at a new point), so ``predict`` could not be honest (README).
+def _eigenfunction_constraints() -> dict[str, list]:
+    """The eigenfunction graph stage's parameters: :class:`EigenfunctionBuilder`'s own table (its ``k``,
+    the number of eigenfunctions, spelled ``n_eigenfunctions`` here: not a number of neighbours)."""
+    from .algorithms.eigenfunction import EigenfunctionBuilder
+
+    return {**sklearn_constraints(EigenfunctionBuilder._parameter_constraints, _EIGENFUNCTION_RENAME),
+            "cache_dir": [None, str, os.PathLike]}
+
+
+#: EigenfunctionBuilder parameter -> estimator parameter
+_EIGENFUNCTION_RENAME = {"k": "n_eigenfunctions"}
+
+
+class EigenfunctionClassifier(_GraphSSLClassifier):
+    """Eigenfunction (Fergus, Weiss & Torralba 2009), :class:`lgcexp.algorithms.eigenfunction.Eigenfunction`,
+    on its own "graph": numerical eigenfunctions of the data density,
+    :class:`lgcexp.algorithms.eigenfunction.EigenfunctionBuilder` (the command's ``graph=eigenfunction``;
+    ``n_eigenfunctions`` is its ``k``, ``n_pca``, ``n_bins``, ``eps_scale``). The label fit is
+    ``(Sigma + U' Lambda U) a = U' Lambda Y`` and the scores ``U a``. No ``graph``, ``n_neighbors`` or kernel
+    parameters: the method never forms a graph.
+
+    New points: the eigenfunctions are functions of a point (Fergus et al.: per PCA dimension, read by
+    interpolation between bin centres), so a new point's scores are its own eigenfunction values times
+    ``a``, clipped at 0 and normalised as ``label_distributions_``. A training point gets back its own row."""
+
+    _algo = "eigenfunction"
+    _parameter_constraints = {**sklearn_constraints(algorithm_class("eigenfunction")._parameter_constraints),
+                              **_eigenfunction_constraints()}
+
+    def __init__(self, *, lam=10.0, n_eigenfunctions=100, n_pca=50, n_bins=50, eps_scale=0.2, cache_dir=None):
+        self.lam = lam
+        self.n_eigenfunctions = n_eigenfunctions
+        self.n_pca = n_pca
+        self.n_bins = n_bins
+        self.eps_scale = eps_scale
+        self.cache_dir = cache_dir
+
+    @classmethod
+    def _graph_param_names(cls) -> set[str]:
+        return set(_eigenfunction_constraints())
+
+    def _precomputed(self) -> bool:
+        return False
+
+    def _graph_min_points(self) -> int:
+        return 2
+
+    def _fit_graph(self, X, cache: Cache) -> tuple[Graph, dict[str, Any]]:
+        from .algorithms.eigenfunction import EigenfunctionBuilder
+
+        builder = EigenfunctionBuilder(k=self.n_eigenfunctions, n_pca=self.n_pca, n_bins=self.n_bins,
+                                       eps_scale=self.eps_scale)
+        try:
+            builder._validate_params(prefix="")
+        except UserError as exc:
+            raise _renamed(exc, _EIGENFUNCTION_RENAME) from None
+        graph, _ = builder.build(X, cache=cache, data_fingerprint=None)
+        return graph, {}
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of new points: their eigenfunction values times the fitted coefficients,
+        clipped at 0 and normalised (see the class docstring)."""
+        check_is_fitted(self)
+        Xq = validate_data(self, X, dtype=np.float32, reset=False)
+        out = np.empty((Xq.shape[0], self.classes_.size))
+        for lo in range(0, Xq.shape[0], _PREDICT_CHUNK):
+            U = self.graph_.model.transform(Xq[lo:lo + _PREDICT_CHUNK])
+            out[lo:lo + _PREDICT_CHUNK] = label_distributions(U @ self.algorithm_.coef_)
+        return out
+
+
+#: algorithm name (``algo=`` of the command) -> estimator class
 ESTIMATORS: dict[str, type[_GraphSSLClassifier]] = {
     "lgc": LGCClassifier, "gfhf": GFHFClassifier, "autoL": AutoLClassifier, "autoD": AutoDClassifier,
     "siis": SIISClassifier, "auto": AutoClassifier, "gtf": GTFClassifier, "lssc": LSSCClassifier,
+    "eigenfunction": EigenfunctionClassifier,
 }
 
 

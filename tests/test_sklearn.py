@@ -17,12 +17,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from helpers import make_cfg
 from lgcexp.algorithms import ALGORITHMS, algorithm_class
+from lgcexp.algorithms.eigenfunction import EigenfunctionBuilder
 from lgcexp.anchor import AnchorGraphBuilder
 from lgcexp.graph import KnnGraph
 from lgcexp.params import constructor_defaults
 from lgcexp.pipeline import run
-from lgcexp.sklearn import (ESTIMATORS, AutoClassifier, AutoDClassifier, AutoLClassifier, GFHFClassifier,
-                            GTFClassifier, LGCClassifier, LSSCClassifier, SIISClassifier, expected_failed_checks)
+from lgcexp.sklearn import (ESTIMATORS, AutoClassifier, AutoDClassifier, AutoLClassifier, EigenfunctionClassifier,
+                            GFHFClassifier, GTFClassifier, LGCClassifier, LSSCClassifier, SIISClassifier,
+                            expected_failed_checks)
 
 GRAPH_DEFAULTS = {"graph": "knn", "n_neighbors": 10, "sigma": "mean", "symmetrize": "union", "kernel": "gaussian",
                   "local_scale": 7, "cache_dir": None}
@@ -41,6 +43,7 @@ CHECKED = [
     AutoClassifier(x_grid=(2.0, 8.0), steps=20, xla=False),  # search and final steps: 20 (one compiled loop)
     GTFClassifier(max_iter=100),
     LSSCClassifier(n_anchors=8, max_iter=200),
+    EigenfunctionClassifier(n_eigenfunctions=10, n_bins=10),
     LGCClassifier(n_neighbors=5, sigma=1.0),
     LGCClassifier(n_neighbors=5, kernel="self_tuning", local_scale=5),
 ]
@@ -71,13 +74,8 @@ def test_expected_failures_have_reasons():
 
 # --- parameters: the algorithms' own, with their defaults and their tables --------------------------------
 
-#: algorithms without an estimator: Eigenfunction's eigenfunctions cannot be read at a new point from what
-#: its graph stage keeps (see the README)
-NO_ESTIMATOR = {"eigenfunction"}
-
-
 def test_one_estimator_per_algorithm():
-    assert set(ESTIMATORS) == set(ALGORITHMS.names()) - NO_ESTIMATOR
+    assert set(ESTIMATORS) == set(ALGORITHMS.names())
 
 
 def _as_estimator_default(value):
@@ -91,6 +89,8 @@ def _graph_table(algo: str) -> dict:
     (``k`` spelled ``n_neighbors``)."""
     if algo == "lssc":
         return dict(AnchorGraphBuilder._parameter_constraints)
+    if algo == "eigenfunction":
+        return {("n_eigenfunctions" if k == "k" else k): v for k, v in EigenfunctionBuilder._parameter_constraints.items()}
     return {("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()}
 
 
@@ -101,8 +101,11 @@ def test_parameters_are_the_algorithms_and_the_graphs(algo):
     knn = constructor_defaults(KnnGraph)
     assert {("n_neighbors" if k == "k" else k): v for k, v in knn.items()} == {
         k: v for k, v in GRAPH_DEFAULTS.items() if k not in ("graph", "cache_dir")}
-    graph_defaults = ({**constructor_defaults(AnchorGraphBuilder), "cache_dir": None} if algo == "lssc"
-                      else GRAPH_DEFAULTS)
+    graph_defaults = {
+        "lssc": {**constructor_defaults(AnchorGraphBuilder), "cache_dir": None},
+        "eigenfunction": {**{("n_eigenfunctions" if k == "k" else k): v
+                             for k, v in constructor_defaults(EigenfunctionBuilder).items()}, "cache_dir": None},
+    }.get(algo, GRAPH_DEFAULTS)
     algo_defaults = {k: _as_estimator_default(v) for k, v in constructor_defaults(cls).items()}
     assert est.get_params() == {**algo_defaults, **graph_defaults}
     # one constraint table, translated from the algorithm's (and the graph builder's) own
@@ -236,6 +239,8 @@ CLI_CASES = {
     # LSSC on its own graph, the anchor graph
     "lssc": ("lssc", ["graph=anchor", "graph.n_anchors=100", "algo.params.max_iter=300"],
              {"n_anchors": 100, "max_iter": 300}),
+    # Eigenfunction on its own "graph", numerical eigenfunctions (graph.k: the number of them)
+    "eigenfunction": ("eigenfunction", ["graph=eigenfunction", "graph.k=60"], {"n_eigenfunctions": 60}),
 }
 
 
@@ -261,7 +266,8 @@ def test_same_answers_as_the_command(case, tmp_path):
     df.to_csv(path, index=False)
     algo, overrides, params = CLI_CASES[case]
     out = tmp_path / "run"
-    knn = [] if "graph=anchor" in overrides else ["graph.k=10", "graph.sigma=mean"]
+    own_graph = any(o in ("graph=anchor", "graph=eigenfunction") for o in overrides)
+    knn = [] if own_graph else ["graph.k=10", "graph.sigma=mean"]
     run(make_cfg("dataset=csv", f"dataset.path={path}", f"algo={algo}", *knn, *overrides, tmp=tmp_path), out_dir=out)
     pred = pd.read_csv(out / "predictions.csv", keep_default_na=False)
     labels = pd.read_csv(out / "labels.csv", keep_default_na=False)
@@ -395,6 +401,37 @@ def test_lssc_new_points_get_their_anchor_codes_times_the_anchor_scores(weights)
         F /= F.sum(1, keepdims=True)
         assert np.allclose(est.predict_proba(X[test]), F, atol=1e-4)  # faiss's float32 distances
     assert np.mean(est.predict(X[test]) == y[test]) > 0.85
+
+
+def test_eigenfunction_new_points_read_the_eigenfunctions_at_them():
+    """Eigenfunction's predict: a new point's PCA coordinates (checked against scikit-learn's PCA), each
+    kept eigenfunction read by linear interpolation of its table at the point's coordinate on its dimension
+    and scaled as on the training points, times the fitted coefficients."""
+    from sklearn.decomposition import PCA
+
+    X, y, ym = _digits_masked()
+    train, test = np.arange(0, 1500), np.arange(1500, 1797)
+    est = EigenfunctionClassifier(n_eigenfunctions=60, n_pca=20).fit(X[train], ym[train])
+    model, a = est.graph_.model, est.algorithm_.coef_
+    # the tables give back U on the training points (so they are the eigenfunctions the fit used)
+    assert np.allclose(est.predict_proba(X[train]), est.label_distributions_, atol=0)
+    assert np.allclose(est.algorithm_.scores_, est.graph_.U @ a)
+    pca = PCA(n_components=20, svd_solver="full").fit(X[train])
+    signs = np.sign(np.sum(pca.components_ * model.rotation.T, axis=1))
+    assert np.allclose(pca.components_ * signs[:, None], model.rotation.T, atol=1e-6)
+    proj = pca.transform(X[test]) * signs
+    U = np.empty((test.size, model.dims.size + 1))
+    U[:, 0] = 1 / np.sqrt(train.size)
+    for i, j in enumerate(model.dims):
+        g, f = model.centres[i], model.values[i]
+        x = np.clip(proj[:, j], g[0], g[-1])
+        b = np.clip(np.searchsorted(g, x) - 1, 0, g.size - 2)  # the bin segment holding x
+        t = (x - g[b]) / (g[b + 1] - g[b])
+        U[:, i + 1] = ((1 - t) * f[b] + t * f[b + 1]) / model.norms[i]
+    F = np.clip(U @ a, 0, None)
+    F /= F.sum(1, keepdims=True)
+    assert np.allclose(est.predict_proba(X[test]), F, atol=1e-6)
+    assert np.mean(est.predict(X[test]) == y[test]) > 0.6
 
 
 def test_precomputed_graph_gives_the_knn_answers():
