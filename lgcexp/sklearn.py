@@ -80,7 +80,8 @@ from .params import sklearn_constraints
 
 __all__ = [
     "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier", "AutoClassifier",
-    "GTFClassifier", "LSSCClassifier", "EigenfunctionClassifier", "ESTIMATORS", "expected_failed_checks", "label_judgement",
+    "GTFClassifier", "LSSCClassifier", "EigenfunctionClassifier",
+    "ESTIMATORS", "expected_failed_checks", "label_judgement",
 ]
 
 #: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)

@@ -90,7 +90,8 @@ def _graph_table(algo: str) -> dict:
     if algo == "lssc":
         return dict(AnchorGraphBuilder._parameter_constraints)
     if algo == "eigenfunction":
-        return {("n_eigenfunctions" if k == "k" else k): v for k, v in EigenfunctionBuilder._parameter_constraints.items()}
+        return {("n_eigenfunctions" if k == "k" else k): v
+                for k, v in EigenfunctionBuilder._parameter_constraints.items()}
     return {("n_neighbors" if k == "k" else k): v for k, v in KnnGraph._parameter_constraints.items()}
 
 
@@ -154,10 +155,21 @@ def test_bad_parameters_fail_at_fit_with_sklearns_error():
     with pytest.raises(InvalidParameterError, match="The 'x_grid' parameter of AutoClassifier must be an array-like"):
         AutoClassifier(x_grid=2.0).fit(X, y)
     # the items of x_grid: the algorithm's own table (scikit-learn's "array-like" says nothing of them)
-    with pytest.raises(ValueError, match=r"^x_grid=\[0\.5,2\.0\] is not allowed: it must be a non-empty list of numbers >= 1"):
+    with pytest.raises(ValueError, match=r"^x_grid=\[0\.5,2\.0\] is not allowed: it must be a non-empty list of "
+                                         r"numbers >= 1"):
         AutoClassifier(x_grid=(0.5, 2.0)).fit(X, y)
     with pytest.raises(ValueError, match=r"^x_grid=\[\] is not allowed"):
         AutoClassifier(x_grid=()).fit(X, y)
+    # an array is array-like too: passed on as the list the table takes
+    auto = AutoClassifier(x_grid=np.array([8.0, 2.0]), steps=20, xla=False).fit(X, y)
+    assert auto.algorithm_.info_["grid_x"] == [2.0, 8.0]
+    # the own-graph estimators: their graph stage's tables and checks, with the names as spelled here
+    with pytest.raises(InvalidParameterError, match="The 'n_bins' parameter of EigenfunctionClassifier must be an int"):
+        EigenfunctionClassifier(n_bins=2).fit(X, y)
+    with pytest.raises(ValueError, match=r"^n_anchors=100 is not allowed: it must be at most the number of points \(60\)"):
+        LSSCClassifier(n_anchors=100).fit(X, y)
+    with pytest.raises(ValueError, match=r"^s=5 is not allowed: it must be at most n_anchors=4"):
+        LSSCClassifier(n_anchors=4, s=5).fit(X, y)
     with pytest.raises(ValueError, match=r"^local_scale=60 is not allowed: it must be less than the number of points"):
         LGCClassifier(kernel="self_tuning", local_scale=60).fit(X, y)
     # relations between parameters and checks against the data: the algorithm's own, named as here
