@@ -166,7 +166,8 @@ def test_bad_parameters_fail_at_fit_with_sklearns_error():
     # the own-graph estimators: their graph stage's tables and checks, with the names as spelled here
     with pytest.raises(InvalidParameterError, match="The 'n_bins' parameter of EigenfunctionClassifier must be an int"):
         EigenfunctionClassifier(n_bins=2).fit(X, y)
-    with pytest.raises(ValueError, match=r"^n_anchors=100 is not allowed: it must be at most the number of points \(60\)"):
+    with pytest.raises(ValueError, match=r"^n_anchors=100 is not allowed: it must be at most the number of "
+                                         r"points \(60\)"):
         LSSCClassifier(n_anchors=100).fit(X, y)
     with pytest.raises(ValueError, match=r"^s=5 is not allowed: it must be at most n_anchors=4"):
         LSSCClassifier(n_anchors=4, s=5).fit(X, y)
