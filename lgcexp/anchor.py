@@ -157,13 +157,27 @@ def lae_weights(X: np.ndarray, anchors: np.ndarray, idx: np.ndarray, n_iter: int
     return out
 
 
-def kernel_weights(d2: np.ndarray) -> tuple[np.ndarray, float]:
-    """Gaussian kernel weights ``exp(-d^2/h^2)`` normalised per row; h = mean distance to the s-th anchor."""
-    h = float(np.sqrt(d2[:, -1]).mean())
-    h = h if h > 0 else 1.0
+def kernel_weights(d2: np.ndarray, h: float | None = None) -> tuple[np.ndarray, float]:
+    """Gaussian kernel weights ``exp(-d^2/h^2)`` normalised per row; h = mean distance to the s-th anchor
+    (or the ``h`` given: the graph's, for new points)."""
+    if h is None:
+        h = float(np.sqrt(d2[:, -1]).mean())
+        h = h if h > 0 else 1.0
     logk = -(d2 - d2[:, :1]) / (h * h)  # shift by the nearest anchor's distance for stability (cancels)
     K = np.exp(logk)
     return K / K.sum(axis=1, keepdims=True), h
+
+
+def anchor_weights(X: np.ndarray, anchors: np.ndarray, s: int, weights: str, lae_iter: int,
+                   h: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each point's weights on its s nearest anchors: (weights (n, s), anchor indices (n, s), h) by local
+    anchor embedding (``weights='lae'``, h NaN) or the normalised Gaussian kernel (``'kernel'``; h computed
+    from X unless given). The builder's rows of Z, and the codes of new points (with the graph's h)."""
+    d2, idx = nearest_anchors(X, anchors, s)
+    if weights == "lae":
+        return lae_weights(X, anchors, idx, int(lae_iter)), idx, float("nan")
+    w, h = kernel_weights(d2, h)
+    return w, idx, h
 
 
 def anchor_matrix(weights: np.ndarray, idx: np.ndarray, m: int) -> sp.csr_matrix:
@@ -216,11 +230,7 @@ class AnchorGraphBuilder(GraphBuilder):
         def compute() -> dict[str, np.ndarray]:
             t0 = time.perf_counter()
             anchors = kmeans_anchors(X, m, int(self.kmeans_iter), int(self.seed))
-            d2, idx = nearest_anchors(X, anchors, s)
-            if self.weights == "lae":
-                w, h = lae_weights(X, anchors, idx, int(self.lae_iter)), float("nan")
-            else:
-                w, h = kernel_weights(d2)
+            w, idx, h = anchor_weights(X, anchors, s, self.weights, int(self.lae_iter))
             log.info("built anchor graph (m=%d, s=%d, %s) on %d points in %.1fs", m, s, self.weights,
                      X.shape[0], time.perf_counter() - t0)
             return {"weights": w, "idx": idx, "anchors": anchors, "h": np.array(h)}

@@ -5,34 +5,48 @@
     from lgcexp.sklearn import LGCClassifier, AutoLClassifier
     clf = AutoLClassifier().fit(X, y)          # y: labels, -1 where a point has none
     clf.transduction_                          # a label for every row of X
-    clf.label_issues_                          # the given labels the method rejects (AutoL, SIIS)
+    clf.label_issues_                          # the given labels the method rejects (AutoL, Auto, SIIS)
     clf.predict(X_new)                         # new points: kernel-weighted vote of their neighbours
 
 Each estimator is a thin wrapper of an lgcexp algorithm (:mod:`lgcexp.algorithms`): ``fit`` builds the
 graph with :class:`lgcexp.graph.KnnGraph` (exact faiss kNN, union-symmetrised, no self-loops, Gaussian
-weights; ``graph="precomputed"`` takes your own sparse affinity instead), computes the Laplacian
+weights by default; ``graph="precomputed"`` takes your own sparse affinity instead), computes the Laplacian
 eigenpairs the method needs with :func:`lgcexp.spectral.laplacian_eigenpairs`, and runs the algorithm's
 ``fit`` on (graph, labelled indices, encoded labels), exactly as the ``lgcexp`` command does; the
 optional on-disk cache (``cache_dir``) is the command's cache. Nothing is solved here.
 
 Parameters are those of the algorithm (same names, same defaults) plus the graph's: ``graph`` (``knn`` |
-``precomputed``), ``n_neighbors`` (the builder's ``k``), ``sigma``, ``symmetrize``, ``cache_dir``. Their
+``precomputed``), ``n_neighbors`` (the builder's ``k``), ``sigma``, ``symmetrize``, ``kernel``
+(``gaussian`` | ``self_tuning`` | ``binary``, :mod:`lgcexp.graph.kernels`), ``local_scale`` (the
+self-tuning kernel's neighbour), ``cache_dir``. Their
 scikit-learn ``_parameter_constraints`` are translated from the algorithm's and the graph builder's own
 tables (:func:`lgcexp.params.sklearn_constraints`), so a bad value set by ``set_params`` fails at ``fit``
-with scikit-learn's usual ``InvalidParameterError``.
+with scikit-learn's usual ``InvalidParameterError``. Defaults that are lists in an algorithm (Auto's
+``x_grid``) are tuples here, with the same values: scikit-learn wants immutable defaults.
+
+Estimators: every algorithm that runs on a kNN or given affinity graph (``lgc``, ``gfhf``, ``autoL``,
+``autoD``, ``siis``, ``auto``, ``gtf``), and the two methods with graphs of their own:
+:class:`LSSCClassifier` (the anchor graph) and :class:`EigenfunctionClassifier` (numerical
+eigenfunctions). Those take their graph stage's parameters instead of the kNN graph's and predict new
+points by their own rule (a new point's anchor codes; the eigenfunctions read at it), not by the
+neighbour vote.
 
 Fitted attributes: ``classes_`` (any label values), ``transduction_`` (the method's label for every
 training row: the row argmax of its class scores, as the command's ``predictions.csv``),
 ``label_distributions_`` (the scores clipped at 0 and normalised per row; uniform where a row has no
 score, e.g. a graph component without a label), ``n_iter_``, ``graph_`` (:class:`lgcexp.graph.Graph`),
-``algorithm_`` (the fitted lgcexp algorithm: ``info_``, ``omega_``, ...), ``sigma_`` (the kernel width
-used, ``graph="knn"``), and for methods that judge the given labels (AutoL, SIIS) ``label_quality_`` and
+``algorithm_`` (the fitted lgcexp algorithm: ``info_``, ``omega_``, ...), ``sigma_`` (the Gaussian
+kernel's width as used; None for the other kernels and ``graph="precomputed"``), ``local_scales_`` (the
+training points' ``sigma_i``, ``kernel="self_tuning"``; None otherwise), and for methods that judge the
+given labels (AutoL, Auto, SIIS) ``label_quality_`` and
 ``label_issues_``, one entry per row of X (NaN / False at unlabelled rows).
 
 New points (``predict``, ``predict_proba``) get the inductive extension scikit-learn's ``LabelSpreading``
 uses: a kernel-weighted vote of the fitted ``label_distributions_`` of their ``n_neighbors`` nearest
-training points, found in the same faiss index the graph was built from, with the graph's Gaussian
-kernel ``exp(-d^2 / (2 sigma_^2))``. With ``graph="precomputed"``, ``predict`` takes the affinities of the new
+training points, found in the same faiss index the graph was built from, weighted by the graph's kernel:
+Gaussian ``exp(-d^2 / (2 sigma_^2))``; self-tuning ``exp(-d^2 / (sigma_q sigma_j))``, ``sigma_j`` the training
+point's local scale and ``sigma_q`` the new point's distance to its ``local_scale``-th nearest training
+point; binary 1. With ``graph="precomputed"``, ``predict`` takes the affinities of the new
 points to the training points, an (m, n_train) matrix (scikit-learn's ``metric="precomputed"``
 convention), and votes with them.
 
@@ -61,11 +75,12 @@ from .algorithms import algorithm_class
 from .algorithms.base import GraphSSLAlgorithm
 from .cache import Cache, stable_hash
 from .errors import UserError
-from .graph import SIGMA_NEIGHBOR, Graph, KnnGraph, flat_index, knn_query
+from .graph import SIGMA_NEIGHBOR, Graph, KnnGraph, flat_index, knn_query, knn_search, local_scales
 from .params import sklearn_constraints
 
 __all__ = [
-    "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier",
+    "LGCClassifier", "GFHFClassifier", "AutoLClassifier", "AutoDClassifier", "SIISClassifier", "AutoClassifier",
+    "GTFClassifier", "LSSCClassifier", "EigenfunctionClassifier",
     "ESTIMATORS", "expected_failed_checks", "label_judgement",
 ]
 
@@ -82,9 +97,8 @@ def _graph_constraints() -> dict[str, list]:
     """The graph parameters: KnnGraph's own table, ``k`` spelled ``n_neighbors`` as in scikit-learn."""
     return {
         "graph": [StrOptions(set(GRAPHS))],
-        # the Gaussian kNN graph's k, sigma and symmetrize (its other kernels are not exposed here yet)
-        **sklearn_constraints({k: v for k, v in KnnGraph._parameter_constraints.items()
-                               if k in ("k", "sigma", "symmetrize")}, _GRAPH_RENAME),
+        # the kNN graph builder's whole table: k, sigma, symmetrize, kernel, local_scale
+        **sklearn_constraints(KnnGraph._parameter_constraints, _GRAPH_RENAME),
         "cache_dir": [None, str, os.PathLike],
     }
 
@@ -112,21 +126,26 @@ def label_distributions(scores: np.ndarray) -> np.ndarray:
     return np.divide(F, total, out=np.full_like(F, 1.0 / F.shape[1]), where=total > 0)
 
 
+#: methods whose label judgement is their corrected label distribution ``corrected_`` (AutoL's LOO readout)
+_CORRECTS_LABELS = ("autoL", "auto")
+
+
 def label_judgement(algorithm: GraphSSLAlgorithm, labeled: np.ndarray,
                     y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``(quality, issues)`` of the given labels (one entry per labelled point: ``labeled`` their indices,
     ``y`` their class numbers), from a fitted algorithm; None for methods that do not judge labels.
 
     The one place that reads an algorithm's judgement (the label-judgement hook of issue 11 goes here):
-    AutoL: quality is the corrected probability of the given label (``corrected_``, the leave-one-out
-    prediction at the learned weights), an issue a label whose corrected argmax is another class. SIIS (and
+    AutoL and Auto: quality is the corrected probability of the given label (``corrected_``, the
+    leave-one-out prediction at the learned weights; Auto's at its chosen alpha), an issue a label whose
+    corrected argmax is another class (the ``corrected_label`` column of the command's labels.csv). SIIS (and
     any other method that sets ``dropped_``): an issue a label the method rejects (``dropped_``), quality
     the share of the given label in the label's score row (:func:`label_distributions`).
     """
     if algorithm.dropped_ is None:
         return None
     rows = np.arange(y.size)
-    if algorithm.name == "autoL":
+    if algorithm.name in _CORRECTS_LABELS:
         Q = np.asarray(algorithm.corrected_)
         return Q[rows, y].astype(np.float64), Q.argmax(axis=1) != y
     return label_distributions(algorithm.scores_[labeled])[rows, y], np.asarray(algorithm.dropped_, dtype=bool)
@@ -149,9 +168,18 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     _n_iter_key: ClassVar[str] = "solver_iterations"
 
     # ---- parameters -------------------------------------------------------------------------------------
+    @classmethod
+    def _graph_param_names(cls) -> set[str]:
+        """The estimator's parameters that configure the graph (and the cache), not the algorithm."""
+        return set(_graph_constraints())
+
     def _algorithm_params(self) -> dict[str, Any]:
-        names = self._parameter_constraints.keys() - _graph_constraints().keys()
+        names = self._parameter_constraints.keys() - self._graph_param_names()
         return {k: getattr(self, k) for k in names}
+
+    def _precomputed(self) -> bool:
+        """Whether X is a precomputed affinity matrix (``graph="precomputed"``)."""
+        return self.graph == "precomputed"
 
     def _make_algorithm(self, n: int, n_classes: int) -> GraphSSLAlgorithm:
         """The lgcexp algorithm with this estimator's parameters, checked against the algorithm's own table
@@ -163,17 +191,24 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         algo.check_data(n, n_classes, prefix="")
         return algo
 
-    def min_points(self) -> int:
-        """The fewest training points this configuration can fit: the kNN graph needs more points than
-        ``n_neighbors``, ``sigma="mean"`` the distance to a 10th neighbour, spectral methods more points
-        than eigenpairs."""
+    def _graph_min_points(self) -> int:
+        """The fewest points the graph can be built on: the kNN graph needs more points than
+        ``n_neighbors``, ``sigma="mean"`` (Gaussian kernel) the distance to a 10th neighbour, the
+        ``self_tuning`` kernel more points than ``local_scale``."""
         need = 2
         if self.graph == "knn":
             need = max(need, int(self.n_neighbors) + 1)
-            if self.sigma == "mean":
+            if self.kernel == "gaussian" and self.sigma == "mean":
                 need = max(need, SIGMA_NEIGHBOR + 1)
+            if self.kernel == "self_tuning":
+                need = max(need, int(self.local_scale) + 1)
+        return need
+
+    def min_points(self) -> int:
+        """The fewest training points this configuration can fit: the graph's (:meth:`_graph_min_points`),
+        and for spectral methods more points than eigenpairs."""
         cls = algorithm_class(self._algo)
-        return max(need, int(cls(**self._algorithm_params()).required_eigenpairs()) + 1)
+        return max(self._graph_min_points(), int(cls(**self._algorithm_params()).required_eigenpairs()) + 1)
 
     def _expected_failed_checks(self) -> dict[str, str]:
         """scikit-learn estimator checks that cannot apply here, each with its reason."""
@@ -187,16 +222,17 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         need = self.min_points()
         if need > 10:
             why = (f"the check fits 10 points, and this configuration needs at least {need} (a kNN graph needs "
-                   f"more points than n_neighbors, sigma='mean' a 10th neighbour, a spectral method more points "
-                   f"than eigenpairs); the refusal is a ValueError that names the parameter, not the words "
-                   f"the check looks for")
+                   f"more points than n_neighbors, sigma='mean' a 10th neighbour, the self_tuning kernel more "
+                   f"points than local_scale, an anchor graph at least n_anchors points, a spectral method more "
+                   f"points than eigenpairs); the refusal is a ValueError that names the parameter, not the "
+                   f"words the check looks for")
             out["check_fit2d_1feature"] = why
             out["check_estimators_nan_inf"] = why + " (NaN and inf themselves are refused at fit and predict)"
         return out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        precomputed = self.graph == "precomputed"
+        precomputed = self._precomputed()
         tags.input_tags.pairwise = precomputed
         tags.input_tags.sparse = precomputed
         return tags
@@ -206,7 +242,7 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit on X (n x d features; with ``graph="precomputed"`` an n x n sparse symmetric affinity) and
         y (n labels, -1 for an unlabelled point). Returns self."""
-        precomputed = self.graph == "precomputed"
+        precomputed = self._precomputed()
         X, y = validate_data(self, X, y, accept_sparse="csr" if precomputed else False,
                              dtype=np.float64 if precomputed else np.float32, ensure_min_samples=2)
         n = X.shape[0]
@@ -223,22 +259,7 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                              f"y has 1 class ({classes[0]!r})")
         algo = self._make_algorithm(n, classes.size)
         cache = Cache(self.cache_dir)
-
-        index = None
-        if precomputed:
-            graph = _precomputed_graph(X)
-        else:
-            builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize)
-            try:
-                builder._validate_params(prefix="")
-                builder.check_data(n, 0, prefix="")
-            except UserError as exc:
-                raise _renamed(exc, _GRAPH_RENAME) from None
-            index = flat_index(X)
-            try:
-                graph, _ = builder.build(X, cache=cache, data_fingerprint=None, index=index)
-            except UserError as exc:  # e.g. a sigma so small that points lose every edge
-                raise UserError(str(exc).replace("graph.sigma", "sigma")) from None
+        graph, fitted_state = self._fit_graph(X, cache)
 
         eig = None
         p = algo.required_eigenpairs()
@@ -251,9 +272,8 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.algorithm_ = algo
         self.graph_ = graph
-        self._index = index  # faiss index of the training points (None: precomputed graph)
-        self._k = int(self.n_neighbors)  # as fitted: set_params after fit does not change predict
-        self.sigma_ = None if precomputed else float(graph.sigma)
+        for name, value in fitted_state.items():
+            setattr(self, name, value)
         self.label_distributions_ = label_distributions(algo.scores_)
         self.transduction_ = classes[algo.predict()]
         self.n_iter_ = int(algo.info_.get(self._n_iter_key, 0))
@@ -265,6 +285,36 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             self.label_issues_ = np.zeros(n, dtype=bool)
             self.label_issues_[labeled] = issues
         return self
+
+    def _fit_graph(self, X, cache: Cache) -> tuple[Graph, dict[str, Any]]:
+        """The training graph (the kNN graph of X, or X itself with ``graph="precomputed"``) and what
+        ``predict`` needs of it, set on the estimator once the fit has succeeded."""
+        if self._precomputed():
+            return _precomputed_graph(X), {"_index": None, "sigma_": None, "local_scales_": None}
+        builder = KnnGraph(k=self.n_neighbors, sigma=self.sigma, symmetrize=self.symmetrize, kernel=self.kernel,
+                           local_scale=self.local_scale)
+        try:
+            builder._validate_params(prefix="")
+            builder.check_data(X.shape[0], 0, prefix="")
+        except UserError as exc:
+            raise _renamed(exc, _GRAPH_RENAME) from None
+        index = flat_index(X)
+        try:
+            graph, _ = builder.build(X, cache=cache, data_fingerprint=None, index=index)
+        except UserError as exc:  # e.g. a sigma so small that points lose every edge
+            raise UserError(str(exc).replace("graph.sigma", "sigma")) from None
+        # the vote's settings as fitted: set_params after fit does not change predict
+        state: dict[str, Any] = {
+            "_index": index,  # faiss index of the training points
+            "_k": int(self.n_neighbors), "_kernel": self.kernel, "_local_scale": int(self.local_scale),
+            "sigma_": float(graph.sigma) if self.kernel == "gaussian" else None, "local_scales_": None,
+        }
+        if self.kernel == "self_tuning":
+            # sigma_i of the training points, as the graph's kernel used them (distance to the
+            # local_scale-th neighbour, self excluded); new points get theirs in predict
+            dist, _ = knn_search(X, int(self.local_scale), index=index)
+            state["local_scales_"] = local_scales(dist, int(self.local_scale))
+        return graph, state
 
     # ---- new points ---------------------------------------------------------------------------------------
     def predict_proba(self, X) -> np.ndarray:
@@ -284,15 +334,30 @@ class _GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return self._knn_vote(Xq)
 
     def _knn_vote(self, Xq: np.ndarray) -> np.ndarray:
-        k = min(self._k, self._index.ntotal)
-        two_s2 = 2.0 * self.sigma_ ** 2
+        """The vote of the ``n_neighbors`` nearest training points, weighted by the graph's kernel between
+        the new point q and the training point j: Gaussian ``exp(-d^2 / (2 sigma_^2))``; self_tuning
+        ``exp(-d^2 / (sigma_q sigma_j))`` with ``sigma_j`` from ``local_scales_`` and ``sigma_q`` the
+        distance of q to its ``local_scale``-th nearest training point (zero: the smallest training scale);
+        binary: 1."""
+        n_train = self._index.ntotal
+        k = min(self._k, n_train)
+        depth = min(max(k, self._local_scale), n_train) if self._kernel == "self_tuning" else k
         out = np.empty((Xq.shape[0], self.classes_.size))
         for s in range(0, Xq.shape[0], _PREDICT_CHUNK):
-            dist, idx = knn_query(self._index, Xq[s:s + _PREDICT_CHUNK], k)
-            d2 = dist ** 2
-            # weights relative to the nearest neighbour's: the same vote once normalised, and no underflow
-            # to 0/0 for a point far from every training point (it then follows its nearest neighbours)
-            w = np.exp(-(d2 - d2[:, :1]) / two_s2)
+            dist, idx = knn_query(self._index, Xq[s:s + _PREDICT_CHUNK], depth)
+            d2 = dist[:, :k] ** 2
+            idx = idx[:, :k]
+            if self._kernel == "gaussian":
+                e = -d2 / (2.0 * self.sigma_ ** 2)
+            elif self._kernel == "self_tuning":
+                sq = dist[:, min(self._local_scale, depth) - 1]
+                sq = np.where(sq > 0, sq, self.local_scales_.min())
+                e = -d2 / (sq[:, None] * self.local_scales_[idx])
+            else:  # binary
+                e = np.zeros_like(d2)
+            # weights relative to the largest one: the same vote once normalised, and no underflow to 0/0
+            # for a point far from every training point (it then follows its nearest neighbours)
+            w = np.exp(e - e.max(axis=1, keepdims=True))
             P = np.einsum("mk,mkc->mc", w, self.label_distributions_[idx])
             out[s:s + _PREDICT_CHUNK] = P / P.sum(axis=1, keepdims=True)
         return out
@@ -381,7 +446,8 @@ class LGCClassifier(_GraphSSLClassifier):
     _parameter_constraints = _constraints("lgc")
 
     def __init__(self, *, alpha=0.9, solver="cg", tol=1e-10, maxiter=10_000, t=1000, judge=True,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.alpha = alpha
         self.solver = solver
         self.tol = tol
@@ -392,6 +458,8 @@ class LGCClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -403,7 +471,8 @@ class GFHFClassifier(_GraphSSLClassifier):
     _parameter_constraints = _constraints("gfhf")
 
     def __init__(self, *, tol=1e-8, maxiter=20_000, cmn=False,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.tol = tol
         self.maxiter = maxiter
         self.cmn = cmn
@@ -411,6 +480,8 @@ class GFHFClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -427,7 +498,8 @@ class AutoLClassifier(_GraphSSLClassifier):
     def __init__(self, *, mu=0.1111, loss="xent", normalize="softmax", lr=0.7, steps=5000, beta1=0.9,
                  beta2=0.999, epsilon=1e-7, solver="cg", tol=1e-6, maxiter=10_000, t=1000, lgc_alpha=0.9,
                  dtype="float32", xla=True, chunk=500,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.mu = mu
         self.loss = loss
         self.normalize = normalize
@@ -448,6 +520,8 @@ class AutoLClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -461,7 +535,8 @@ class AutoDClassifier(_GraphSSLClassifier):
     def __init__(self, *, p=300, loo="spectral", loo_tol=1e-6, remove_diag=True, search="grid", select="acc",
                  loss="ce", x_min=1.0, x_max=100.0, x_step=1.0, x0=10.0, lr=0.05, steps=300, eps=1e-7,
                  smoothing=0.01, tol=1e-10, maxiter=10_000,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.p = p
         self.loo = loo
         self.loo_tol = loo_tol
@@ -483,6 +558,8 @@ class AutoDClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
 
 
@@ -496,7 +573,8 @@ class SIISClassifier(_GraphSSLClassifier):
 
     def __init__(self, *, m=30, lambda1=100.0, lambda2=10.0, mu=1.0, rho=1.2, mu_max=1e7, tol=1e-4,
                  max_iter=1000, multiplier_init="ones", drop_trivial=False, normalize_weights=False,
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", cache_dir=None):
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
         self.m = m
         self.lambda1 = lambda1
         self.lambda2 = lambda2
@@ -512,13 +590,237 @@ class SIISClassifier(_GraphSSLClassifier):
         self.n_neighbors = n_neighbors
         self.sigma = sigma
         self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
         self.cache_dir = cache_dir
+
+
+class AutoClassifier(_GraphSSLClassifier):
+    """LGC_LVO_Auto, :class:`lgcexp.algorithms.auto.Auto`: the label weights omega and the diffusion rate
+    alpha = 2^(-1/x) learnt together from AutoL's leave-one-out loss; x from ``x_grid`` (a short AutoL
+    optimisation at every x at once, ``search_steps``), then AutoL's full optimisation (``steps``) and LGC
+    at the chosen alpha on the corrected labels. ``label_quality_`` / ``label_issues_`` as AutoL's, at the
+    chosen alpha; ``algorithm_.alpha_``, ``algorithm_.x_`` and ``algorithm_.grid_`` tell what was chosen.
+    ``x_grid`` is a tuple here (the command's ``algo.params.x_grid`` list, same values): scikit-learn wants
+    immutable defaults. Needs TensorFlow."""
+
+    _algo = "auto"
+    _n_iter_key = "opt_steps"
+    _parameter_constraints = _constraints("auto")
+
+    def __init__(self, *, x_grid=(2.0, 4.0, 8.0, 16.0), search_steps=1000, readout="kept", loss="xent",
+                 normalize="softmax", lr=0.7, steps=5000, beta1=0.9, beta2=0.999, epsilon=1e-7, tol=1e-6,
+                 maxiter=10_000, dtype="float32", xla=True, chunk=500,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.x_grid = x_grid
+        self.search_steps = search_steps
+        self.readout = readout
+        self.loss = loss
+        self.normalize = normalize
+        self.lr = lr
+        self.steps = steps
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.tol = tol
+        self.maxiter = maxiter
+        self.dtype = dtype
+        self.xla = xla
+        self.chunk = chunk
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        params = super()._algorithm_params()
+        if isinstance(params["x_grid"], np.ndarray):  # scikit-learn's "array-like": the table takes lists
+            params["x_grid"] = params["x_grid"].tolist()
+        return params
+
+
+class GTFClassifier(_GraphSSLClassifier):
+    """Graph trend filtering (Wang et al. 2016), :class:`lgcexp.algorithms.gtf.GTF`: per class, the
+    labelled squared loss plus ``lam`` times the l1 norm of the weighted graph differences (order 0, the
+    graph fused lasso, or order 1), by ADMM. Labelled points are read from the fit too, but GTF gives no
+    verdict on its labels (no ``label_issues_``)."""
+
+    _algo = "gtf"
+    _parameter_constraints = _constraints("gtf")
+
+    def __init__(self, *, lam=0.01, order=0, rho=1.0, tol=1e-4, max_iter=2000, solver="cg",
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.lam = lam
+        self.order = order
+        self.rho = rho
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver = solver
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+
+def _anchor_constraints() -> dict[str, list]:
+    """The anchor graph's parameters: :class:`lgcexp.anchor.AnchorGraphBuilder`'s own table."""
+    from .anchor import AnchorGraphBuilder
+
+    return {**sklearn_constraints(AnchorGraphBuilder._parameter_constraints), "cache_dir": [None, str, os.PathLike]}
+
+
+class LSSCClassifier(_GraphSSLClassifier):
+    """LSSC (Lu et al. 2015), :class:`lgcexp.algorithms.lssc.LSSC`, on its own graph: the anchor graph of
+    Liu, He & Chang (2010), :class:`lgcexp.anchor.AnchorGraphBuilder` (``n_anchors`` k-means anchors, each
+    point coded by weights ``Z`` on its ``s`` nearest ones, ``weights`` lae | kernel; the command's
+    ``graph=anchor``). LSSC fits one score row per anchor (``A``, m x c) and every point's scores are
+    ``Z A``. No ``graph``, ``n_neighbors`` or kernel parameters: LSSC needs the codes ``Z``, which neither a
+    kNN graph nor a given affinity has.
+
+    New points: the anchor graph's own inductive rule (Liu et al. 2010, §3-4: labels are inferred from the
+    anchors' labels through a point's codes): the new point's codes ``z(x)`` over its ``s`` nearest anchors,
+    computed as the graph's rows (local anchor embedding, or the kernel with the graph's width), times
+    ``A``; clipped at 0 and normalised as ``label_distributions_``. A training point gets back its own row."""
+
+    _algo = "lssc"
+    _parameter_constraints = {**sklearn_constraints(algorithm_class("lssc")._parameter_constraints),
+                              **_anchor_constraints()}
+
+    def __init__(self, *, lam=0.1, rho=1.0, tol=1e-6, max_iter=5000,
+                 n_anchors=1000, s=3, weights="lae", kmeans_iter=10, lae_iter=100, seed=0, cache_dir=None):
+        self.lam = lam
+        self.rho = rho
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_anchors = n_anchors
+        self.s = s
+        self.weights = weights
+        self.kmeans_iter = kmeans_iter
+        self.lae_iter = lae_iter
+        self.seed = seed
+        self.cache_dir = cache_dir
+
+    @classmethod
+    def _graph_param_names(cls) -> set[str]:
+        return set(_anchor_constraints())
+
+    def _precomputed(self) -> bool:
+        return False
+
+    def _graph_min_points(self) -> int:
+        return max(2, int(self.n_anchors))
+
+    def _fit_graph(self, X, cache: Cache) -> tuple[Graph, dict[str, Any]]:
+        from .anchor import AnchorGraphBuilder
+
+        builder = AnchorGraphBuilder(**{k: getattr(self, k) for k in AnchorGraphBuilder._parameter_constraints})
+        builder._validate_params(prefix="")
+        builder.check_data(X.shape[0], 0, prefix="")
+        graph, _ = builder.build(X, cache=cache, data_fingerprint=None)
+        # the codes' settings as fitted: set_params after fit does not change predict
+        return graph, {"_codes": (int(self.s), self.weights, int(self.lae_iter))}
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of new points: their anchor codes times the anchors' fitted scores, clipped
+        at 0 and normalised (see the class docstring)."""
+        from .anchor import anchor_matrix, anchor_weights
+
+        check_is_fitted(self)
+        Xq = validate_data(self, X, dtype=np.float32, reset=False)
+        s, weights, lae_iter = self._codes
+        anchors = self.graph_.anchors
+        out = np.empty((Xq.shape[0], self.classes_.size))
+        for lo in range(0, Xq.shape[0], _PREDICT_CHUNK):
+            w, idx, _ = anchor_weights(Xq[lo:lo + _PREDICT_CHUNK], anchors, s, weights, lae_iter, h=self.graph_.sigma)
+            Z = anchor_matrix(w, idx, anchors.shape[0])
+            out[lo:lo + _PREDICT_CHUNK] = label_distributions(Z @ self.algorithm_.anchor_scores_)
+        return out
+
+
+def _eigenfunction_constraints() -> dict[str, list]:
+    """The eigenfunction graph stage's parameters: :class:`EigenfunctionBuilder`'s own table (its ``k``,
+    the number of eigenfunctions, spelled ``n_eigenfunctions`` here: not a number of neighbours)."""
+    from .algorithms.eigenfunction import EigenfunctionBuilder
+
+    return {**sklearn_constraints(EigenfunctionBuilder._parameter_constraints, _EIGENFUNCTION_RENAME),
+            "cache_dir": [None, str, os.PathLike]}
+
+
+#: EigenfunctionBuilder parameter -> estimator parameter
+_EIGENFUNCTION_RENAME = {"k": "n_eigenfunctions"}
+
+
+class EigenfunctionClassifier(_GraphSSLClassifier):
+    """Eigenfunction (Fergus, Weiss & Torralba 2009), :class:`lgcexp.algorithms.eigenfunction.Eigenfunction`,
+    on its own "graph": numerical eigenfunctions of the data density,
+    :class:`lgcexp.algorithms.eigenfunction.EigenfunctionBuilder` (the command's ``graph=eigenfunction``;
+    ``n_eigenfunctions`` is its ``k``, ``n_pca``, ``n_bins``, ``eps_scale``). The label fit is
+    ``(Sigma + U' Lambda U) a = U' Lambda Y`` and the scores ``U a``. No ``graph``, ``n_neighbors`` or kernel
+    parameters: the method never forms a graph.
+
+    New points: the eigenfunctions are functions of a point (Fergus et al.: per PCA dimension, read by
+    interpolation between bin centres), so a new point's scores are its own eigenfunction values times
+    ``a``, clipped at 0 and normalised as ``label_distributions_``. A training point gets back its own row."""
+
+    _algo = "eigenfunction"
+    _parameter_constraints = {**sklearn_constraints(algorithm_class("eigenfunction")._parameter_constraints),
+                              **_eigenfunction_constraints()}
+
+    def __init__(self, *, lam=10.0, n_eigenfunctions=100, n_pca=50, n_bins=50, eps_scale=0.2, cache_dir=None):
+        self.lam = lam
+        self.n_eigenfunctions = n_eigenfunctions
+        self.n_pca = n_pca
+        self.n_bins = n_bins
+        self.eps_scale = eps_scale
+        self.cache_dir = cache_dir
+
+    @classmethod
+    def _graph_param_names(cls) -> set[str]:
+        return set(_eigenfunction_constraints())
+
+    def _precomputed(self) -> bool:
+        return False
+
+    def _graph_min_points(self) -> int:
+        return 2
+
+    def _fit_graph(self, X, cache: Cache) -> tuple[Graph, dict[str, Any]]:
+        from .algorithms.eigenfunction import EigenfunctionBuilder
+
+        builder = EigenfunctionBuilder(k=self.n_eigenfunctions, n_pca=self.n_pca, n_bins=self.n_bins,
+                                       eps_scale=self.eps_scale)
+        try:
+            builder._validate_params(prefix="")
+        except UserError as exc:
+            raise _renamed(exc, _EIGENFUNCTION_RENAME) from None
+        graph, _ = builder.build(X, cache=cache, data_fingerprint=None)
+        return graph, {}
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of new points: their eigenfunction values times the fitted coefficients,
+        clipped at 0 and normalised (see the class docstring)."""
+        check_is_fitted(self)
+        Xq = validate_data(self, X, dtype=np.float32, reset=False)
+        out = np.empty((Xq.shape[0], self.classes_.size))
+        for lo in range(0, Xq.shape[0], _PREDICT_CHUNK):
+            U = self.graph_.model.transform(Xq[lo:lo + _PREDICT_CHUNK])
+            out[lo:lo + _PREDICT_CHUNK] = label_distributions(U @ self.algorithm_.coef_)
+        return out
 
 
 #: algorithm name (``algo=`` of the command) -> estimator class
 ESTIMATORS: dict[str, type[_GraphSSLClassifier]] = {
     "lgc": LGCClassifier, "gfhf": GFHFClassifier, "autoL": AutoLClassifier, "autoD": AutoDClassifier,
-    "siis": SIISClassifier,
+    "siis": SIISClassifier, "auto": AutoClassifier, "gtf": GTFClassifier, "lssc": LSSCClassifier,
+    "eigenfunction": EigenfunctionClassifier,
 }
 
 

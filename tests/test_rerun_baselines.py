@@ -124,6 +124,20 @@ def test_eigenfunction_solve_is_the_least_squares_optimum(blobs):
     assert np.allclose(m.scores_, g.U @ a, atol=1e-8)
 
 
+def test_eigenfunction_graph_keeps_the_eigenfunctions(blobs, tmp_path):
+    """The graph stage's eigenfunction tables read U back exactly on the training points, and survive the
+    cache (what the scikit-learn estimator reads new points with)."""
+    from lgcexp.cache import Cache
+
+    X, y = blobs
+    builder = EigenfunctionBuilder(k=6, n_pca=4, n_bins=20)
+    g, hit = builder.build(X, cache=Cache(tmp_path))
+    assert not hit and np.array_equal(g.model.transform(X), g.U)
+    g2, hit2 = builder.build(X, cache=Cache(tmp_path))
+    assert hit2 and np.array_equal(g2.U, g.U) and np.array_equal(g2.model.transform(X), g.U)
+    assert g2.model.n_train == y.size and g2.model.dims.size == 6
+
+
 def test_eigenfunction_needs_its_graph(blobs):
     X, y = blobs
     g, _ = AnchorGraphBuilder(n_anchors=10).build(X)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -61,9 +62,54 @@ def eigenfunctions_1d(x: np.ndarray, n_bins: int, eps: float, n_keep: int,
     return np.maximum(sig[1:1 + n_keep], 0.0), F[:, 1:1 + n_keep], g
 
 
-def numerical_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int, eps_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """(U (n x (k+1)), sigma (k+1,)): the constant column, then the k smoothest eigenfunctions over all
-    PCA dimensions (each column of unit norm)."""
+@dataclass
+class EigenfunctionModel:
+    """The numerical eigenfunctions as functions of a point: the PCA ``mean`` (d,) and ``rotation``
+    (d x n_pca); per kept eigenfunction i its PCA dimension ``dims[i]``, its values ``values[i]`` at the bin
+    centres ``centres[i]`` (read by linear interpolation, constant beyond the end bins) and the norm
+    ``norms[i]`` that scaled it to unit norm on the training points; ``n_train`` (the constant column is
+    1/sqrt(n_train)). :meth:`transform` of the training points is ``U``; of new points, Fergus et al.'s
+    eigenfunctions read at them."""
+
+    mean: np.ndarray
+    rotation: np.ndarray
+    dims: np.ndarray
+    centres: np.ndarray
+    values: np.ndarray
+    norms: np.ndarray
+    n_train: int
+
+    ARRAYS: ClassVar[tuple[str, ...]] = ("mean", "rotation", "dims", "centres", "values", "norms", "n_train")
+
+    def project(self, X: np.ndarray) -> np.ndarray:
+        proj = np.empty((X.shape[0], self.rotation.shape[1]))
+        for lo in range(0, X.shape[0], 8192):
+            proj[lo:lo + 8192] = (np.asarray(X[lo:lo + 8192], dtype=np.float64) - self.mean) @ self.rotation
+        return proj
+
+    def read(self, proj: np.ndarray) -> np.ndarray:
+        """U (m x (k+1)) of points given by their PCA coordinates ``proj``."""
+        U = np.empty((proj.shape[0], self.dims.size + 1))
+        U[:, 0] = 1.0 / np.sqrt(self.n_train)
+        for i, j in enumerate(self.dims, start=1):
+            U[:, i] = np.interp(proj[:, j], self.centres[i - 1], self.values[i - 1]) / self.norms[i - 1]
+        return U
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return self.read(self.project(X))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(getattr(self, name)) for name in self.ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> "EigenfunctionModel":
+        return cls(**{name: (int(a[name]) if name == "n_train" else np.asarray(a[name])) for name in cls.ARRAYS})
+
+
+def fit_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int,
+                       eps_scale: float) -> tuple[EigenfunctionModel, np.ndarray, np.ndarray]:
+    """(model, U (n x (k+1)), sigma (k+1,)): the constant column, then the k smoothest eigenfunctions over
+    all PCA dimensions (each column of unit norm on X)."""
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     mu = X.mean(axis=0)
@@ -89,23 +135,34 @@ def numerical_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int, eps
             cands.append((float(sig[i]), j, F[:, i], g))
     cands.sort(key=lambda c: c[0])
     cands = cands[:k]
-    U = np.empty((n, len(cands) + 1))
-    U[:, 0] = 1.0 / np.sqrt(n)
     sigma = np.zeros(len(cands) + 1)
+    norms = np.ones(len(cands))
     for i, (s, j, f, g) in enumerate(cands, start=1):
-        u = np.interp(proj[:, j], g, f)
-        nrm = np.linalg.norm(u)
-        U[:, i] = u / nrm if nrm > 0 else u
+        nrm = np.linalg.norm(np.interp(proj[:, j], g, f))
+        norms[i - 1] = nrm if nrm > 0 else 1.0  # a zero column stays zero
         sigma[i] = s
+    n_b = max((c[2].size for c in cands), default=n_bins)
+    model = EigenfunctionModel(
+        mean=mu, rotation=V, dims=np.array([c[1] for c in cands], dtype=np.int64),
+        centres=np.array([c[3] for c in cands]).reshape(len(cands), n_b),
+        values=np.array([c[2] for c in cands]).reshape(len(cands), n_b), norms=norms, n_train=n)
+    return model, model.read(proj), sigma
+
+
+def numerical_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int, eps_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(U (n x (k+1)), sigma (k+1,)) of :func:`fit_eigenfunctions`."""
+    _, U, sigma = fit_eigenfunctions(X, k, n_pca, n_bins, eps_scale)
     return U, sigma
 
 
 class EigenfunctionGraph(Graph):
     """The "graph" of the Eigenfunction method: no W, only approximate Laplacian eigenpairs ``U``,
-    ``sigma``; one component (every point reads the same eigenfunctions)."""
+    ``sigma``, and the eigenfunctions themselves (``model``, to read them at new points); one component
+    (every point reads the same eigenfunctions)."""
 
-    def __init__(self, U: np.ndarray, sigma: np.ndarray, key: str):
+    def __init__(self, U: np.ndarray, sigma: np.ndarray, key: str, model: EigenfunctionModel | None = None):
         self.U = U
+        self.model = model
         self.eigvals = sigma
         self.key = key
         self.sigma = float("nan")
@@ -155,17 +212,24 @@ class EigenfunctionBuilder(GraphBuilder):
 
         def compute():
             t0 = time.perf_counter()
-            U, sigma = numerical_eigenfunctions(X, int(self.k), int(self.n_pca), int(self.n_bins), float(self.eps_scale))
+            model, U, sigma = fit_eigenfunctions(X, int(self.k), int(self.n_pca), int(self.n_bins),
+                                                 float(self.eps_scale))
             log.info("numerical eigenfunctions (k=%d) on %d points in %.1fs", self.k, n, time.perf_counter() - t0)
-            return {"U": U, "sigma": sigma}
+            return {"U": U, "sigma": sigma, **{f"model_{k}": v for k, v in model.to_arrays().items()}}
 
         def validate(a):
             if "U" not in a or "sigma" not in a or a["U"].shape[0] != n or a["U"].shape[1] != a["sigma"].size:
                 return "eigenfunction arrays do not fit the data"
+            if any(f"model_{k}" not in a for k in EigenfunctionModel.ARRAYS) or \
+                    a["model_dims"].size != a["U"].shape[1] - 1:
+                return "eigenfunction model arrays are missing or do not fit U"
             return None
 
-        arrays, hit = (cache or Cache(None)).get_or_compute("eigfun", key, compute, validate=validate)
-        return EigenfunctionGraph(arrays["U"], arrays["sigma"], key), hit
+        # cache kind "eigfunmodel": the entries hold the eigenfunctions (model_*) as well as U (the key,
+        # which runs record, is unchanged; entries of the former kind "eigfun", U only, are not read)
+        arrays, hit = (cache or Cache(None)).get_or_compute("eigfunmodel", key, compute, validate=validate)
+        model = EigenfunctionModel.from_arrays({k: arrays[f"model_{k}"] for k in EigenfunctionModel.ARRAYS})
+        return EigenfunctionGraph(arrays["U"], arrays["sigma"], key, model), hit
 
 
 class Eigenfunction(GraphSSLAlgorithm):
@@ -187,5 +251,6 @@ class Eigenfunction(GraphSSLAlgorithm):
         A = np.diag(sigma) + self.lam * UL.T @ UL
         rhs = self.lam * UL.T @ Y
         a = np.linalg.solve(A, rhs)
+        self.coef_ = a  # ((k+1) x c): the scores of any point are its eigenfunction values times a
         self.scores_ = U @ a
         self.info_["n_eigenfunctions"] = int(U.shape[1])

@@ -88,5 +88,6 @@ class LSSC(GraphSSLAlgorithm):
         ZL = np.asarray(Z[labeled].todense())
         A, it = lssc_admm(ZL, one_hot(y_labeled, n_classes), Lr, float(self.lam), rho=float(self.rho),
                           tol=float(self.tol), max_iter=int(self.max_iter))
+        self.anchor_scores_ = A  # (m, c): a point's scores are its anchor codes times A (new points too)
         self.scores_ = np.asarray(Z @ A)
         self.info_["solver_iterations"] = int(it)
