@@ -214,7 +214,17 @@ def selfjoin_search(X: np.ndarray, k: int, *, block: int = 1024, dims: int = 64,
     ``block``: points per block; ``dims``: principal axes of the lower bound that skips pairs (0: none);
     ``stats``: a dict that receives ``pairs`` (n (n + 1) / 2), ``pairs_computed`` (distances evaluated by the
     formula), ``blocks`` / ``blocks_skipped`` (off-diagonal block pairs) and ``faiss_rows``.
+
+    With several threads the BLAS runs one thread in each (for the whole search: a multi-threaded BLAS
+    next to the join's threads, or idling between its calls, cost up to 3x the CPU time on a busy machine).
     """
+    nthreads = int(threads or search_threads())
+    with _one_blas_thread(nthreads > 1):
+        return _selfjoin(X, k, block, dims, nthreads, stats)
+
+
+def _selfjoin(X: np.ndarray, k: int, block: int, dims: int, nthreads: int, stats: dict[str, Any] | None
+              ) -> tuple[np.ndarray, np.ndarray]:
     from .knn import drop_self
 
     X = np.ascontiguousarray(X, dtype=np.float32)
@@ -225,7 +235,6 @@ def selfjoin_search(X: np.ndarray, k: int, *, block: int = 1024, dims: int = 64,
         raise ValueError("X has non-finite values")
     k1 = k + 1
     block = int(max(block, k1))
-    nthreads = int(threads or search_threads())
     norms0 = faiss_norms(X)
     err = rounding_margin(norms0, d)  # |computed d_ij - d_ij| < err_i
     dims = int(min(max(dims, 0), d - 1))
@@ -299,24 +308,23 @@ def selfjoin_search(X: np.ndarray, k: int, *, block: int = 1024, dims: int = 64,
         return row_side, (c, perm[r], D.reshape(-1)[pos])
 
     tasks = [(diagonal, (I,)) for I in range(nb)] + [(join, (I, J)) for I in range(nb) for J in range(I + 1, nb)]
-    with _one_blas_thread(nthreads > 1):
-        if nthreads > 1:
-            with ThreadPoolExecutor(nthreads) as pool:
-                window = 2 * nthreads
-                pending = [pool.submit(f, *a) for f, a in tasks[:window]]
-                nxt = len(pending)
-                while pending:
-                    sides = pending.pop(0).result()
-                    if nxt < len(tasks):
-                        f, a = tasks[nxt]
-                        pending.append(pool.submit(f, *a))
-                        nxt += 1
-                    for side in sides:
-                        lists.merge(*side)
-        else:
-            for f, a in tasks:
-                for side in f(*a):
+    if nthreads > 1:
+        with ThreadPoolExecutor(nthreads) as pool:
+            window = 2 * nthreads
+            pending = [pool.submit(f, *a) for f, a in tasks[:window]]
+            nxt = len(pending)
+            while pending:
+                sides = pending.pop(0).result()
+                if nxt < len(tasks):
+                    f, a = tasks[nxt]
+                    pending.append(pool.submit(f, *a))
+                    nxt += 1
+                for side in sides:
                     lists.merge(*side)
+    else:
+        for f, a in tasks:
+            for side in f(*a):
+                lists.merge(*side)
 
     keys = np.empty_like(lists.keys)
     keys[perm] = lists.keys  # back to the caller's row order (the column indices are the caller's already)
