@@ -7,6 +7,10 @@ Every figure is quoted as a ratio against a baseline measured in the same run:
 - sklearn: the scikit-learn estimator ``LGCClassifier().fit(X, y)`` on MNIST (y = -1 except 100 labels) against
           ``LabelSpreading(kernel="knn")`` and against the same stages called directly (kNN graph + LGC),
           all in one run; and ``predict`` on 10,000 points by both estimators.
+- knn:    the exact MNIST 15-NN search, faiss ``IndexFlatL2`` (the old path) against the symmetric self-join
+          (lgcexp.graph.selfjoin, the default for integer-valued data), checked identical bit for bit; and
+          the cold ``LGCClassifier().fit`` (which searches by the self-join) against
+          ``LabelSpreading(kernel="knn")``, as in the sklearn section, all in one run.
 - autol / autod / siis: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``).
 
     python scripts/bench.py                 # all sections
@@ -30,7 +34,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("graph", "sklearn", "autol", "autod", "siis")
+SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis")
 
 
 def timed(fn, *args, **kw):
@@ -155,6 +159,77 @@ def bench_sklearn(quick: bool) -> dict:
     }
 
 
+def bench_knn(quick: bool) -> dict:
+    """The exact kNN search of all points, old (faiss ``IndexFlatL2``) and new (symmetric self-join), on MNIST
+    (digits with --quick), then the cold estimator fit against ``LabelSpreading(kernel="knn")`` on the same
+    problem as the sklearn section (y = -1 except 100 stratified labels, k = 15, alpha = 0.9)."""
+    from sklearn.semi_supervised import LabelSpreading
+
+    from lgcexp.data import load_dataset
+    from lgcexp.graph import exact_search, sigma_mean_heuristic
+    from lgcexp.graph.knn import use_selfjoin
+    from lgcexp.graph.selfjoin import selfjoin_search
+    from lgcexp.labels import sample_and_corrupt
+    from lgcexp.sklearn import LGCClassifier
+
+    name, k, n_lab = ("digits", 10, 100) if quick else ("mnist", 15, 100)
+    data = load_dataset(name, data_dir=os.environ.get("LGCEXP_DATA_DIR"))
+    X = data.X
+    out: dict = {"dataset": name, "n": data.n, "d": X.shape[1], "k": k, "loadavg_start": os.getloadavg()[0]}
+
+    # warm-up (faiss import and its BLAS, numpy's BLAS threads) on a slice, so neither timing pays for it
+    m = min(2000, data.n)
+    exact_search(X[:m], k, np.arange(m))
+    selfjoin_search(X[:m], k)
+    (old_d, old_i), t_old, c_old = timed_cpu(exact_search, X, k, np.arange(data.n))  # faiss: queries given
+    integer, t_check, c_check = timed_cpu(use_selfjoin, X)
+    stats: dict = {}
+    (new_d, new_i), t_new, c_new = timed_cpu(selfjoin_search, X, k, stats=stats)
+    t_new, c_new = t_new + t_check, c_new + c_check
+    out.update({
+        "default_path_is_selfjoin": bool(integer),
+        "faiss_search_s": t_old, "faiss_search_cpu_s": c_old,
+        "selfjoin_search_s": t_new, "selfjoin_search_cpu_s": c_new,
+        "speedup_search": t_old / t_new, "speedup_search_cpu": c_old / c_new,
+        "identical_indices": bool(np.array_equal(old_i, new_i)),
+        "identical_distances": bool(np.array_equal(old_d, new_d)),
+        "sigma_mean_old": f"{sigma_mean_heuristic(old_d):.7f}", "sigma_mean_new": f"{sigma_mean_heuristic(new_d):.7f}",
+        "selfjoin_pairs_computed_share": stats["pairs_computed"] / stats["pairs"],
+        "selfjoin_blocks_skipped": f"{stats['blocks_skipped']} of {stats['blocks']}",
+        "selfjoin_faiss_rows": stats["faiss_rows"],
+    })
+
+    split = sample_and_corrupt(data.y, n_lab, 0.0, seed=0)
+    y = np.full(data.n, -1)
+    y[split.labeled] = split.y_observed
+    unl = y == -1
+    y_warm = np.where(np.arange(500) % 5 == 0, data.y[:500], -1)
+    LGCClassifier(n_neighbors=k).fit(X[:500], y_warm)
+    LabelSpreading(kernel="knn", n_neighbors=k).fit(X[:500], y_warm)
+    est = LGCClassifier(n_neighbors=k, alpha=0.9)  # no cache_dir: cold, the graph is built in the fit
+    _, t_est, c_est = timed_cpu(est.fit, X, y)
+    ls = LabelSpreading(kernel="knn", n_neighbors=k, alpha=0.9)
+    _, t_sk, c_sk = timed_cpu(ls.fit, X, y)
+    out.update({
+        "lgc_fit_cold_s": t_est, "lgc_fit_cold_cpu_s": c_est,
+        "lgc_acc_unlabeled": float(np.mean(est.transduction_[unl] == data.y[unl])),
+        "lgc_sigma": f"{est.sigma_:.7f}",
+        "labelspreading_fit_s": t_sk, "labelspreading_fit_cpu_s": c_sk,
+        "labelspreading_acc_unlabeled": float(np.mean(ls.transduction_[unl] == data.y[unl])),
+        "speedup_lgc_vs_labelspreading": t_sk / t_est, "speedup_lgc_vs_labelspreading_cpu": c_sk / c_est,
+        # what the fit took with the old search: the same fit with the search's time swapped (not measured)
+        "derived_lgc_fit_with_faiss_search_s": t_est - t_new + t_old,
+        "derived_speedup_lgc_vs_labelspreading_with_faiss_search": t_sk / (t_est - t_new + t_old),
+        "loadavg_end": os.getloadavg()[0],
+        "note": ("old = faiss IndexFlatL2 search of every point (the path before the self-join); new = "
+                 "lgcexp.graph.selfjoin (+ the integer-valued check that selects it); identical_* compare "
+                 "them bit for bit. lgc_fit: LGCClassifier(n_neighbors=k, alpha=0.9).fit, no cache; "
+                 "LabelSpreading(kernel='knn', n_neighbors=k, alpha=0.9, max_iter=30 default). CPU seconds "
+                 "count all threads of this process."),
+    })
+    return out
+
+
 def bench_external(name: str, quick: bool) -> dict:
     path = HERE / f"bench_{name}.py"
     if not path.exists():
@@ -186,7 +261,7 @@ def main() -> int:
               "quick": a.quick, "sections": {}}
     for sec in a.only:
         print(f"[bench] {sec} ...", flush=True)
-        own = {"graph": bench_graph, "sklearn": bench_sklearn}
+        own = {"graph": bench_graph, "sklearn": bench_sklearn, "knn": bench_knn}
         report["sections"][sec] = own[sec](a.quick) if sec in own else bench_external(sec, a.quick)
         print(json.dumps(report["sections"][sec], indent=1, default=float), flush=True)
     out = Path(a.out)

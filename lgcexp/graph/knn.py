@@ -1,4 +1,5 @@
-"""``graph=knn``: the exact k-nearest-neighbour graph (faiss ``IndexFlatL2``).
+"""``graph=knn``: the exact k-nearest-neighbour graph (faiss ``IndexFlatL2``; on integer-valued data the
+symmetric self-join of :mod:`lgcexp.graph.selfjoin`, which returns faiss's lists bit for bit).
 
 The k nearest neighbours of every point (self excluded) give a sparse distance matrix, symmetrised as the
 union graph (``max(K, K^T)``, the paper's) or the mutual graph (``min``); a kernel of
@@ -89,9 +90,28 @@ def drop_self(sq: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> tuple[np.nda
     return dist, idx.astype(np.int64)
 
 
+#: the symmetric self-join (:mod:`lgcexp.graph.selfjoin`) replaces faiss's search of all points from this size
+SELFJOIN_MIN_POINTS = 8192
+
+
+def use_selfjoin(X: np.ndarray) -> bool:
+    """Whether the exact search of all points goes through :func:`lgcexp.graph.selfjoin.selfjoin_search`:
+    for integer-valued X of at least :data:`SELFJOIN_MIN_POINTS` points, where it provably returns faiss's
+    neighbours and float32 distances bit for bit, at a fraction of the arithmetic. Other data keep faiss's
+    search (the self-join's distances may differ from faiss's in the last bit there)."""
+    from .selfjoin import is_integer_valued
+
+    return X.shape[0] >= SELFJOIN_MIN_POINTS and is_integer_valued(X)
+
+
 def exact_search(X: np.ndarray, k: int, queries: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN (faiss ``IndexFlatL2``) of the points ``queries`` (row numbers; default all) among all of
-    ``X``, self excluded: (distances, indices), each (m, k)."""
+    ``X``, self excluded: (distances, indices), each (m, k). All points of integer-valued data: the same
+    result by the symmetric self-join (:func:`use_selfjoin`)."""
+    if queries is None and use_selfjoin(X):
+        from .selfjoin import selfjoin_search
+
+        return selfjoin_search(X, k)
     faiss = import_faiss()
     Xf = np.ascontiguousarray(X, dtype=np.float32)
     rows = np.arange(Xf.shape[0]) if queries is None else np.asarray(queries)
@@ -128,9 +148,11 @@ def knn_search(X: np.ndarray, k: int, *, index: Any = None) -> tuple[np.ndarray,
 
     Searches k+1 neighbours and removes the query point itself wherever it appears (duplicates may push it
     out of column 0); rows that did not return themselves drop their last neighbour. ``index``: a
-    :func:`flat_index` of X already built (built here otherwise).
+    :func:`flat_index` of X already built (built here otherwise). Integer-valued data of at least
+    :data:`SELFJOIN_MIN_POINTS` points go through the symmetric self-join instead, with the same result
+    (:func:`use_selfjoin`).
     """
-    if index is None:
+    if index is None or use_selfjoin(X):
         return exact_search(X, k)
     Xf = as_float32(X)
     sq, idx = index.search(Xf, k + 1)
