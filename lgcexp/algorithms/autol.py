@@ -58,10 +58,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..linalg import block_cg, shifted_operator
+from ..linalg import block_cg, rcm_reordered, shifted_operator
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
 from .base import GraphSSLAlgorithm, one_hot
-from .lgc import lgc_propagate
+from .lgc import graph_degree, lgc_propagate
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +108,8 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
     Sd = sp.csr_matrix(S, dtype=dt)
     if reorder and n > 1:
         # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
-        perm = sp.csgraph.reverse_cuthill_mckee(Sd, symmetric_mode=True)
-        Sd = Sd[perm][:, perm].tocsr()
-        Sd.sort_indices()
+        # (computed once per graph and shared with the LGC solves, lgcexp.linalg.rcm_reordered)
+        Sd, perm = rcm_reordered(S, dt)
         pos = np.empty(n, dtype=np.int64)
         pos[perm] = np.arange(n)
         rows = pos[labeled]
@@ -757,7 +756,7 @@ class AutoL(GraphSSLAlgorithm):
         dropped = omega <= 0.0
         Y = np.zeros((graph.n, n_classes))
         Y[labeled] = Q
-        F, lgc_it = lgc_propagate(graph.S, Y, self.lgc_alpha, solver=self.solver, t=self.t)
+        F, lgc_it = lgc_propagate(graph.S, Y, self.lgc_alpha, solver=self.solver, t=self.t, degree=graph_degree(graph))
 
         self.omega_ = omega
         self.corrected_ = Q
