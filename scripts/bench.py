@@ -7,11 +7,15 @@ Every figure is quoted as a ratio against a baseline measured in the same run:
 - sklearn: the scikit-learn estimator ``LGCClassifier().fit(X, y)`` on MNIST (y = -1 except 100 labels) against
           ``LabelSpreading(kernel="knn")`` and against the same stages called directly (kNN graph + LGC),
           all in one run; and ``predict`` on 10,000 points by both estimators.
-- autol / autod / siis: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``).
+- autol / autod / siis / speed: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``);
+          speed: start-up and imports, the reused compiled AutoL step, the LGC solve with/without RCM and
+          with each stopping rule.
 
     python scripts/bench.py                 # all sections
     python scripts/bench.py --only graph    # one section
     python scripts/bench.py --quick         # smaller problems (digits / ISOLET only)
+
+With ``--only``, the sections of an existing report file are kept and the ones run replace theirs.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("graph", "sklearn", "autol", "autod", "siis")
+SECTIONS = ("graph", "sklearn", "autol", "autod", "siis", "speed")
 
 
 def timed(fn, *args, **kw):
@@ -192,6 +196,10 @@ def main() -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "bench_quick" if a.quick else "bench"
+    old = out / f"{stem}.json"
+    if set(a.only) != set(SECTIONS) and old.exists():  # keep the sections not run this time
+        kept = json.loads(old.read_text()).get("sections", {})
+        report["sections"] = {**{k: v for k, v in kept.items() if k not in report["sections"]}, **report["sections"]}
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=float))
     (out / f"{stem}.md").write_text(to_markdown(report))
     print(f"[bench] wrote {out / stem}.json and .md")
