@@ -29,7 +29,9 @@ What is computed (defaults follow the authors' code, docs/fidelity.md#autol; pap
    steps in a ``tf.while_loop``; the update is TensorFlow's fused Adam kernel, the same formula as Keras').
    The block is XLA-compiled by default (``xla=True``): on the 2-core CPU we measured, the compiled loop
    needs about half the CPU time of the graph-mode loop (whose two Eigen threads mostly wait on each other
-   on a loaded machine), for about 0.5 s of compilation.
+   on a loaded machine), for about 0.5 s of compilation. The compiled block is kept per process and reused by
+   every later fit whose loss and array shapes are the same (:func:`_compiled_functions`), e.g. the next
+   seeds of a sweep worker.
 7. The corrected labels are ``Q`` at the final omega; they replace the labelled rows of Y and LGC
    (``lgc_alpha`` = 0.9) propagates them: unlabelled predictions are the row argmax.
 
