@@ -1,6 +1,9 @@
-"""Sparse linear algebra shared by the algorithms: conjugate gradient for many right-hand sides."""
+"""Sparse linear algebra shared by the algorithms: conjugate gradient for many right-hand sides, the
+reverse Cuthill-McKee renumbering every sparse solve runs in, and a stopping rule that certifies the row
+argmax of an LGC solution."""
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -30,14 +33,19 @@ def block_cg(
     maxiter: int = 10_000,
     precond: np.ndarray | None = None,
     X0: np.ndarray | None = None,
+    certify: Callable[[np.ndarray, np.ndarray], bool] | None = None,
+    certify_below: float = 1e-3,
 ) -> tuple[np.ndarray, int, float]:
     """Solve ``A X = B`` for a symmetric positive (semi-)definite ``A``, all columns at once.
 
     Each column runs its own (Jacobi-preconditioned) conjugate gradient recursion, but the products with A
     are done for all columns together (one sparse-times-dense product per iteration), and the updates are
     in place. A float32 ``B`` is solved in float32, anything else in float64. Stops when every column's
-    residual satisfies ``||r_j|| <= tol * ||b_j||``. Returns (X, iterations, worst relative residual).
-    Raises ``NotConverged`` after ``maxiter`` iterations.
+    residual satisfies ``||r_j|| <= tol * ||b_j||``, or earlier when ``certify(X, R)`` says the current X
+    is good enough for its use (e.g. :class:`ArgmaxCertificate`): it is asked once the worst relative
+    residual is below ``certify_below``, first with the recursively updated residual and, when that
+    passes, with the true residual ``B - A X`` (one more product), which decides. Returns (X, iterations,
+    worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations.
     """
     B = np.asarray(B)
     dt = np.float32 if B.dtype == np.float32 else np.float64
@@ -78,6 +86,11 @@ def block_cg(
         P += Z
         it += 1
         rel = np.linalg.norm(R, axis=0) / bnorm
+        if certify is not None and tol < rel.max(initial=0.0) <= certify_below and certify(X, R):
+            R_true = B - matvec(X)
+            if certify(X, R_true):
+                rel = np.linalg.norm(R_true, axis=0) / bnorm
+                break
     return (X[:, 0] if squeeze else X), it, float(rel.max(initial=0.0))
 
 
@@ -164,3 +177,150 @@ def multishift_cg(
     # undo the scaling: X_k = (a0 / alpha_k) Y_k
     out = [Xs[k] * (a0 / alphas[k]) for k in range(K)]
     return out, it, float(rel.max(initial=0.0))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Reverse Cuthill-McKee renumbering, once per matrix
+# ----------------------------------------------------------------------------------------------------------
+
+#: id(S) -> (weak reference to S, {"perm": ..., dtype: renumbered S}); an entry goes when S is collected
+_ORDERINGS: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _ordering_entry(S) -> dict:
+    key = id(S)
+    hit = _ORDERINGS.get(key)
+    if hit is not None and hit[0]() is S:
+        return hit[1]
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    entry = {"perm": reverse_cuthill_mckee(sp.csr_matrix(S), symmetric_mode=True)}
+    _ORDERINGS[key] = (weakref.ref(S, lambda _, k=key: _ORDERINGS.pop(k, None)), entry)
+    return entry
+
+
+def rcm_reordered(S, dtype=np.float64):
+    """``(S[perm][:, perm] as CSR in dtype with sorted indices, perm)``, perm the reverse Cuthill-McKee order
+    of the symmetric sparse ``S``. Neighbours get nearby numbers, so ``S @ X`` reads X's rows from cache:
+    on the MNIST 15-NN graph one product with 10 columns takes a third of the time. The permutation (it
+    depends on the sparsity pattern only) and each dtype's renumbered copy are computed once per matrix
+    object and kept while it lives (a run's graph is reused by its P_LL and LGC solves).
+    """
+    import scipy.sparse as sp
+
+    entry = _ordering_entry(S)
+    dt = np.dtype(dtype)
+    if dt not in entry:
+        perm = entry["perm"]
+        Sd = sp.csr_matrix(S, dtype=dt)
+        Sd = Sd[perm][:, perm].tocsr()
+        Sd.sort_indices()
+        entry[dt] = Sd
+    return entry[dt], entry["perm"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# LGC solves: (I - alpha S) X = B in RCM order, stopped when the argmax of every row is certain
+# ----------------------------------------------------------------------------------------------------------
+
+
+class ArgmaxCertificate:
+    """Is the row argmax of an approximate solution X of ``(I - alpha S) X = B`` that of the exact one?
+
+    ``S = D^-1/2 W D^-1/2`` with ``W >= 0`` symmetric and ``degree`` its row sums. Then
+    ``(I - alpha S)^-1 = D^1/2 (I - alpha P)^-1 D^-1/2`` with ``P = D^-1 W`` row-stochastic, and
+    ``||(I - alpha P)^-1||_inf <= sum_k alpha^k = 1 / (1 - alpha)``. The error ``E = X* - X`` solves
+    ``(I - alpha S) E = R`` (R = B - (I - alpha S) X), so entrywise
+
+        |E_ic| <= sqrt(d_i) / (1 - alpha) * max_j |R_jc| / sqrt(d_j)          (points of degree > 0)
+        |E_ic| = |R_ic|                                                       (degree 0: S's row is 0)
+
+    Row i's argmax cannot change when its gap between the top two scores exceeds twice the largest
+    ``|E_ic|`` bound of the row (the top score can fall and another rise by at most their bounds). The
+    certificate holds when that is true of every row. The residual it is given is computed in floating
+    point: each entry is enlarged by ``(k + 3) eps (max|B| + (1 + alpha max_i sum_j S_ij) max|X|)``, k the
+    most stored entries in a row of S, a bound on the rounding error of ``B - (I - alpha S) X``. A row whose
+    exact scores tie can never be certified; the solver then stops at its ``tol`` as before.
+    """
+
+    def __init__(self, degree: np.ndarray, alpha: float, S, B: np.ndarray):
+        d = np.asarray(degree, dtype=np.float64)
+        self.pos = d > 0
+        self.sqrt_d = np.sqrt(np.where(self.pos, d, 0.0))
+        self.inv_sqrt_d = np.where(self.pos, 1.0 / np.where(self.pos, self.sqrt_d, 1.0), 0.0)
+        self.alpha = float(alpha)
+        row_nnz = int(np.diff(S.indptr).max(initial=0)) if hasattr(S, "indptr") else S.shape[1]
+        self.eps = float(np.finfo(B.dtype).eps) * (row_nnz + 3)
+        self.S_rowsum = float(np.abs(S @ np.ones(S.shape[1])).max(initial=0.0))
+        self.B_inf = float(np.abs(B).max(initial=0.0))
+        self._gap_scale: float | None = None
+
+    def _scaled(self, R: np.ndarray, slack: float) -> tuple[np.ndarray, float]:
+        Ra = np.abs(R).max(axis=1) + slack                              # max over columns, per row
+        return Ra, float((Ra * self.inv_sqrt_d).max(initial=0.0))
+
+    def bound(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """Per-row bound on ``max_c |E_ic|`` (n,)."""
+        X_inf = float(np.abs(X).max(initial=0.0))
+        Ra, scaled = self._scaled(R, self.eps * (self.B_inf + (1.0 + self.alpha * self.S_rowsum) * X_inf))
+        return np.where(self.pos, self.sqrt_d * (scaled / (1.0 - self.alpha)), Ra)
+
+    def __call__(self, X: np.ndarray, R: np.ndarray) -> bool:
+        if X.shape[1] < 2:
+            return True
+        # a cheap screen first (one pass over R): the bound's factor against twice the smallest gap / sqrt(d)
+        # of the last full check (gaps settle long before the residual does); only the full check decides
+        if self._gap_scale is not None and not self.pos.all():
+            self._gap_scale = None
+        if self._gap_scale is not None:
+            _, scaled = self._scaled(R, 0.0)
+            if scaled / (1.0 - self.alpha) >= self._gap_scale:
+                return False
+        top2 = -np.partition(-X, 1, axis=1)[:, :2]
+        gap = top2[:, 0] - top2[:, 1]
+        self._gap_scale = float((gap / np.where(self.pos, self.sqrt_d, 1.0)).min(initial=np.inf))
+        return bool(np.all(gap > 2.0 * self.bound(X, R)))
+
+
+def shifted_solve(
+    S,
+    B: np.ndarray,
+    alpha: float,
+    *,
+    tol: float = 1e-10,
+    maxiter: int = 10_000,
+    reorder: bool = True,
+    degree: np.ndarray | None = None,
+) -> tuple[np.ndarray, int, float]:
+    """``(I - alpha S)^-1 B`` by conjugate gradient (:func:`block_cg`), in reverse Cuthill-McKee order
+    (:func:`rcm_reordered`) when ``reorder`` and S is sparse, in B's precision (float32 or float64).
+
+    With ``degree`` (the row sums of the W of ``S = D^-1/2 W D^-1/2``) it stops as soon as the row argmax
+    of X is certainly the exact solution's (:class:`ArgmaxCertificate`), otherwise (or when a row never
+    certifies) at the relative residual ``tol`` per column. The renumbering only changes the order of the
+    sums inside each product. Returns (X in the original numbering, iterations, worst relative residual).
+    """
+    import scipy.sparse as sp
+
+    B = np.asarray(B)
+    dt = np.float32 if B.dtype == np.float32 else np.float64
+    B = B.astype(dt, copy=False)
+    squeeze = B.ndim == 1
+    if squeeze:
+        B = B[:, None]
+    n = B.shape[0]
+    perm = None
+    if reorder and sp.issparse(S) and n > 1:
+        S, perm = rcm_reordered(S, dt)
+        B = B[perm]
+    certify = None
+    if degree is not None and sp.issparse(S):
+        deg = np.asarray(degree, dtype=np.float64)
+        certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S, B)
+    X, it, rel = block_cg(shifted_operator(S, alpha), B, tol=tol, maxiter=maxiter, certify=certify)
+    if perm is not None:
+        out = np.empty_like(X)
+        out[perm] = X
+        X = out
+    return (X[:, 0] if squeeze else X), it, rel

@@ -11,11 +11,15 @@ Every figure is quoted as a ratio against a baseline measured in the same run:
           (lgcexp.graph.selfjoin, the default for integer-valued data), checked identical bit for bit; and
           the cold ``LGCClassifier().fit`` (which searches by the self-join) against
           ``LabelSpreading(kernel="knn")``, as in the sklearn section, all in one run.
-- autol / autod / siis: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``).
+- autol / autod / siis / speed: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``);
+          speed: start-up and imports, the reused compiled AutoL step, the LGC solve with/without RCM and
+          with each stopping rule.
 
     python scripts/bench.py                 # all sections
     python scripts/bench.py --only graph    # one section
     python scripts/bench.py --quick         # smaller problems (digits / ISOLET only)
+
+With ``--only``, the sections of an existing report file are kept and the ones run replace theirs.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis")
+SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis", "speed")
 
 
 def timed(fn, *args, **kw):
@@ -267,6 +271,10 @@ def main() -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "bench_quick" if a.quick else "bench"
+    old = out / f"{stem}.json"
+    if set(a.only) != set(SECTIONS) and old.exists():  # keep the sections not run this time
+        kept = json.loads(old.read_text()).get("sections", {})
+        report["sections"] = {**{k: v for k, v in kept.items() if k not in report["sections"]}, **report["sections"]}
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=float))
     (out / f"{stem}.md").write_text(to_markdown(report))
     print(f"[bench] wrote {out / stem}.json and .md")

@@ -148,7 +148,7 @@ def test_kept_readout_uses_observed_labels_of_kept_points():
     B = np.eye(3)[y]
     Y = np.zeros((g.n, 3))
     Y[labeled] = np.where(m.dropped_[:, None], m.corrected_, B)
-    F, _ = lgc_propagate(g.S, Y, m.alpha_)
+    F, _ = lgc_propagate(g.S, Y, m.alpha_, degree=g.degree)  # the same solve (argmax-certified stop)
     np.testing.assert_allclose(m.scores_, F, atol=1e-8)
 
 

@@ -186,6 +186,50 @@ def test_clipped_weight_stays_at_zero():
     assert np.all(w300[gone] <= w100[gone])
 
 
+_REUSE_SCRIPT = """
+import sys, numpy as np
+sys.path.insert(0, {tests!r})
+from test_autol import reuse_problem
+from lgcexp.algorithms.autol import LooModel, optimize_weights
+A, y = reuse_problem({seed})
+om, st = optimize_weights(LooModel(A, y, 5, loss="xent"), steps=60, chunk=25, xla=True)
+np.save({out!r}, np.r_[om, st["loss_initial"], st["loss_final"]])
+"""
+
+
+def reuse_problem(seed):
+    """A float32 AutoL problem of the size class of a small run (l = 90, 5 classes)."""
+    rng = np.random.default_rng(seed)
+    A, _ = loo_matrix(rng.random((90, 90)) ** 4)
+    return A, rng.integers(0, 5, 90)
+
+
+def test_second_fit_reuses_the_compiled_step_and_matches_a_fresh_process(tmp_path):
+    """The Adam block is traced and XLA-compiled once per process (lgcexp.algorithms.autol._COMPILED); a fit
+    that reuses it gives the bit-identical weights of the same fit in a fresh Python process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from lgcexp.algorithms import autol
+
+    pytest.importorskip("tensorflow")
+    fits = {}
+    for seed in (0, 1, 0):  # problem 1 has other class sizes (another shape); problem 0 comes back
+        A, y = reuse_problem(seed)
+        model = LooModel(A, y, 5, loss="xent")
+        om, st = optimize_weights(model, steps=60, chunk=25, xla=True)
+        fits.setdefault(seed, []).append(np.r_[om, st["loss_initial"], st["loss_final"]])
+    same = [f for key, f in autol._COMPILED.items() if key[0] == model.spec() and key[1]]
+    assert len(same) >= 2 and all(f.experimental_get_tracing_count() == 1 for f, _ in same)  # one trace each
+    assert np.array_equal(fits[0][0], fits[0][1])
+    for seed in (0, 1):
+        out = tmp_path / f"fresh{seed}.npy"
+        code = _REUSE_SCRIPT.format(tests=str(Path(__file__).parent), seed=seed, out=str(out))
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+        assert np.array_equal(np.load(out), fits[seed][0]), seed
+
+
 def two_cluster_graph(n_per=30, seed=0):
     X, y = two_clusters(n_per, seed=seed)
     W, sigma = build_affinity(X, 6, 1.0)

@@ -53,3 +53,31 @@ def test_unknown_group_choice_names_the_choices(tmp_path):
 def test_missing_data_file_is_a_clear_error(tmp_path):
     p = lgcexp("dataset=isolet", "paths.download=false", f"paths.data_dir={tmp_path}/empty", tmp=tmp_path)
     assert p.returncode == 2 and "isolet.npz" in p.stderr and "Traceback" not in p.stderr
+
+
+_IMPORT_PROBE = """
+import runpy, sys
+sys.argv = ["lgcexp", "dataset=spirals", "algo=lgc", "hydra.run.dir=" + sys.argv[1]]
+try:
+    runpy.run_module("lgcexp.cli", run_name="__main__")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+from hydra import compose, initialize_config_dir
+import lgcexp.cli
+from lgcexp.config import plan
+for algo in ("lgc", "autoL", "auto", "autoD", "siis", "gfhf", "gtf", "lssc", "eigenfunction"):
+    with initialize_config_dir(config_dir=lgcexp.cli._conf_dir(), version_base="1.3"):
+        plan(compose(config_name="config", overrides=["dataset=spirals", "algo=" + algo]))
+print("HEAVY:" + " ".join(m for m in ("tensorflow", "matplotlib", "torch") if m in sys.modules))
+"""
+
+
+def test_an_lgc_run_and_every_config_plan_import_no_tensorflow(tmp_path):
+    """Lazy imports: TensorFlow (7 s to import) and matplotlib are loaded only by what uses them, so an LGC
+    run on a small data set, and the pre-flight plan of every algorithm, import neither."""
+    env = {**os.environ, "LGCEXP_CACHE_DIR": str(tmp_path / "cache"), "LGCEXP_OUTPUT_DIR": str(tmp_path / "out")}
+    r = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, str(tmp_path / "run")], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "accuracy" in r.stdout                                          # the run happened
+    assert r.stdout.strip().splitlines()[-1] == "HEAVY:", r.stdout.strip().splitlines()[-1]

@@ -62,7 +62,7 @@ from ..params import Array, Boolean, Interval, Options, positive
 from .autod import alpha_of_x
 from .autol import DTYPES, LOSSES, NORMALIZE, LooModel, cached_submatrices, loo_matrix, optimize_weights
 from .base import GraphSSLAlgorithm, one_hot
-from .lgc import lgc_propagate
+from .lgc import graph_degree, lgc_propagate
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class Auto(GraphSSLAlgorithm):
         Y_L = Q if self.readout == "soft" else np.where(dropped[:, None], Q, B)
         Y = np.zeros((graph.n, n_classes))
         Y[labeled] = Y_L
-        F, lgc_it = lgc_propagate(graph.S, Y, alpha, solver="cg")
+        F, lgc_it = lgc_propagate(graph.S, Y, alpha, solver="cg", degree=graph_degree(graph))
         log.info("auto: x=%g alpha=%.5f (losses %s over x=%s), %d labels dropped", x, alpha,
                  np.round(losses, 4).tolist(), xs.tolist(), int(dropped.sum()))
 

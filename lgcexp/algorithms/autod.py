@@ -50,7 +50,7 @@ from ..errors import UserError
 from ..graph import Graph
 from ..params import Boolean, Interval, Options, fmt_value, positive
 from .base import GraphSSLAlgorithm, one_hot
-from .lgc import lgc_propagate
+from .lgc import graph_degree, lgc_propagate
 
 log = logging.getLogger(__name__)
 
@@ -441,7 +441,8 @@ class AutoD(GraphSSLAlgorithm):
         # final classification: LGC with the chosen alpha on the full graph
         Y = np.zeros((n, n_classes))
         Y[labeled, y_labeled] = 1.0
-        self.scores_, it = lgc_propagate(graph.S, Y, alpha, solver="cg", tol=self.tol, maxiter=self.maxiter)
+        self.scores_, it = lgc_propagate(graph.S, Y, alpha, solver="cg", tol=self.tol, maxiter=self.maxiter,
+                                         degree=graph_degree(graph))
         self.labeled_pred_ = Q.argmax(axis=1)
 
         self.alpha_, self.x_ = alpha, x_best

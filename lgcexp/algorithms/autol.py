@@ -29,7 +29,9 @@ What is computed (defaults follow the authors' code, docs/fidelity.md#autol; pap
    steps in a ``tf.while_loop``; the update is TensorFlow's fused Adam kernel, the same formula as Keras').
    The block is XLA-compiled by default (``xla=True``): on the 2-core CPU we measured, the compiled loop
    needs about half the CPU time of the graph-mode loop (whose two Eigen threads mostly wait on each other
-   on a loaded machine), for about 0.5 s of compilation.
+   on a loaded machine), for about 0.5 s of compilation. The compiled block is kept per process and reused by
+   every later fit whose loss and array shapes are the same (:func:`_compiled_functions`), e.g. the next
+   seeds of a sweep worker.
 7. The corrected labels are ``Q`` at the final omega; they replace the labelled rows of Y and LGC
    (``lgc_alpha`` = 0.9) propagates them: unlabelled predictions are the row argmax.
 
@@ -58,10 +60,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..linalg import block_cg, shifted_operator
+from ..linalg import block_cg, rcm_reordered, shifted_operator
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
 from .base import GraphSSLAlgorithm, one_hot
-from .lgc import lgc_propagate
+from .lgc import graph_degree, lgc_propagate
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +81,6 @@ def _tf():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    # each fit builds its own tf.function; in a reused sweep worker TF would warn about "retracing"
     tf.get_logger().setLevel("ERROR")
     return tf
 
@@ -109,9 +110,8 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
     Sd = sp.csr_matrix(S, dtype=dt)
     if reorder and n > 1:
         # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
-        perm = sp.csgraph.reverse_cuthill_mckee(Sd, symmetric_mode=True)
-        Sd = Sd[perm][:, perm].tocsr()
-        Sd.sort_indices()
+        # (computed once per graph and shared with the LGC solves, lgcexp.linalg.rcm_reordered)
+        Sd, perm = rcm_reordered(S, dt)
         pos = np.empty(n, dtype=np.int64)
         pos[perm] = np.arange(n)
         rows = pos[labeled]
@@ -272,6 +272,40 @@ def class_layout(y: np.ndarray, n_classes: int) -> np.ndarray:
     return members
 
 
+def _logits(tf, form: str, W, tensors):
+    """``Z = A diag(max(omega, 0)) B`` from the model tensors (see :class:`LooModel`)."""
+    A, B = tensors[0], tensors[1]
+    w = tf.maximum(W, tf.zeros_like(W))
+    if form == "fast":
+        return tf.linalg.matrix_transpose(tf.linalg.matvec(A, w, transpose_a=True))
+    if form == "dense":
+        return tf.matmul(A, w[:, None] * B)
+    return tf.matmul(tf.matmul(A, tf.linalg.diag(w)), B)
+
+
+def _probs(tf, form: str, normalize: str, W, tensors):
+    Z = _logits(tf, form, W, tensors)
+    if normalize == "softmax":
+        return tf.nn.softmax(Z, axis=-1)
+    return tf.math.divide_no_nan(Z, tf.reduce_sum(Z, axis=-1, keepdims=True))
+
+
+def _losses(tf, spec: tuple, W, tensors):
+    """Each problem's loss: a scalar, or (K,) when batched (``spec`` as :meth:`LooModel.spec`)."""
+    loss_name, normalize, form = spec[:3]
+    _, B, logB, row_w = tensors
+    Q = _probs(tf, form, normalize, W, tensors)
+    if loss_name == "xent":  # reverse cross-entropy, as the authors' code (docs/fidelity.md#autol-loss)
+        per_row = -tf.reduce_sum(Q * logB, axis=-1)
+    elif loss_name == "ce":
+        per_row = -tf.reduce_sum(B * tf.math.log(Q + LOG_EPS), axis=-1)
+    elif loss_name == "mse":
+        per_row = tf.reduce_sum(tf.square(Q - B), axis=-1)
+    else:
+        per_row = tf.reduce_sum(tf.abs(Q - B), axis=-1)
+    return tf.reduce_sum(row_w * per_row, axis=-1)
+
+
 class LooModel:
     """The leave-one-out prediction and loss as TensorFlow functions of the label weights.
 
@@ -353,37 +387,26 @@ class LooModel:
         omega[self.members[self.pad_mask]] = W[self.pad_mask]
         return omega
 
+    def tensors(self) -> tuple:
+        """The model's constant tensors, in the order the compiled step (:func:`_compiled_functions`) takes
+        them: (A3 or A, B, log(B + eps), row weights)."""
+        return (self.A3 if self.form == "fast" else self.A, self.B, self.logB, self.row_w)
+
+    def spec(self) -> tuple:
+        """What the traced loss depends on besides the tensors (the key of the compiled step cache)."""
+        return (self.loss_name, self.normalize, self.form, self.dtype.name, self.batch is not None)
+
     def logits(self, W):
         """``Z = A diag(max(omega, 0)) B`` as an (l, c) tensor."""
-        tf = self.tf
-        w = tf.maximum(W, tf.zeros_like(W))
-        if self.form == "fast":
-            return tf.linalg.matrix_transpose(tf.linalg.matvec(self.A3, w, transpose_a=True))
-        if self.form == "dense":
-            return tf.matmul(self.A, w[:, None] * self.B)
-        return tf.matmul(tf.matmul(self.A, tf.linalg.diag(w)), self.B)
+        return _logits(self.tf, self.form, W, self.tensors())
 
     def probs(self, W):
         """``Q``: softmax of the logits per row, or (``degree``) the logits divided by their row sum."""
-        tf = self.tf
-        Z = self.logits(W)
-        if self.normalize == "softmax":
-            return tf.nn.softmax(Z, axis=-1)
-        return tf.math.divide_no_nan(Z, tf.reduce_sum(Z, axis=-1, keepdims=True))
+        return _probs(self.tf, self.form, self.normalize, W, self.tensors())
 
     def losses(self, W):
         """The loss of each problem: a scalar, or (K,) when batched."""
-        tf = self.tf
-        Q = self.probs(W)
-        if self.loss_name == "xent":  # reverse cross-entropy, as the authors' code (docs/fidelity.md#autol-loss)
-            per_row = -tf.reduce_sum(Q * self.logB, axis=-1)
-        elif self.loss_name == "ce":
-            per_row = -tf.reduce_sum(self.B * tf.math.log(Q + LOG_EPS), axis=-1)
-        elif self.loss_name == "mse":
-            per_row = tf.reduce_sum(tf.square(Q - self.B), axis=-1)
-        else:
-            per_row = tf.reduce_sum(tf.abs(Q - self.B), axis=-1)
-        return tf.reduce_sum(self.row_w * per_row, axis=-1)
+        return _losses(self.tf, self.spec(), W, self.tensors())
 
     def loss(self, W):
         """The objective: the loss, or the sum of the K losses when batched."""
@@ -406,6 +429,57 @@ class LooModel:
         """Q (l, c) as float64 for the given weights."""
         tf = self.tf
         return self.probs(tf.constant(self.pack(omega).astype(self.dtype.as_numpy_dtype))).numpy().astype(np.float64)
+
+
+#: compiled Adam blocks and loss functions, one pair per (model spec, xla), shared by every fit in the process
+_COMPILED: dict[tuple, tuple[Any, Any]] = {}
+_COMPILED_MAX = 32
+
+
+def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool) -> tuple[Any, Any]:
+    """(block, loss) ``tf.function``s for models of ``spec`` (:meth:`LooModel.spec`) and array ``shapes``,
+    built once per process and reused by every later fit with the same key.
+
+    Everything that changes from fit to fit is an argument, never a captured value: the weights and Adam's
+    slots (variables), the model tensors, the hyper-parameters (scalar tensors) and the number of steps. So
+    a second fit in a worker with the same shapes (l, c and the largest observed class size m) skips both
+    the trace and the XLA compilation. Shapes are part of the key because TensorFlow does not retrace for a
+    variable argument of another shape (it would run the old trace's static shapes). The operations are
+    those of one fit's own function, so the numbers are identical (tests/test_autol.py checks the weights
+    against the same fit in a fresh process). At most ``_COMPILED_MAX`` entries are kept (oldest dropped).
+    """
+    key = (spec, xla, shapes)
+    if key in _COMPILED:
+        return _COMPILED[key]
+    dt = tf.as_dtype(spec[3])
+
+    def step(W, m, v, t, tensors, hyper):
+        lr_c, b1, b2, eps = hyper
+        with tf.GradientTape() as tape:
+            L = tf.reduce_sum(_losses(tf, spec, W, tensors))
+        g = tape.gradient(L, W)
+        t.assign_add(tf.constant(1.0, dt))
+        tf.raw_ops.ResourceApplyAdam(
+            var=W.handle, m=m.handle, v=v.handle, beta1_power=tf.pow(b1, t), beta2_power=tf.pow(b2, t),
+            lr=lr_c, beta1=b1, beta2=b2, epsilon=eps, grad=g, use_locking=False, use_nesterov=False,
+        )
+        return L
+
+    @tf.function(jit_compile=xla)
+    def run_block(k, W, m, v, t, tensors, hyper):
+        L = tf.constant(0.0, dt)
+        for _ in tf.range(k):
+            L = step(W, m, v, t, tensors, hyper)
+        return L
+
+    @tf.function(jit_compile=xla)
+    def loss_fn(W, tensors):
+        return tf.reduce_sum(_losses(tf, spec, W, tensors))
+
+    while len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.pop(next(iter(_COMPILED)))
+    _COMPILED[key] = (run_block, loss_fn)
+    return _COMPILED[key]
 
 
 def optimize_weights(
@@ -438,30 +512,16 @@ def optimize_weights(
     m = tf.Variable(tf.zeros_like(W), name="adam_m")
     v = tf.Variable(tf.zeros_like(W), name="adam_v")
     t = tf.Variable(tf.constant(0.0, dt), name="adam_t")
-    lr_c, b1, b2, eps = (tf.constant(x, dt) for x in (lr, beta1, beta2, epsilon))
+    hyper = tuple(tf.constant(x, dt) for x in (lr, beta1, beta2, epsilon))
+    tensors = model.tensors()
+    shapes = tuple(tuple(x.shape) for x in (W,) + tensors)
+    block_fn, loss_fn = _compiled_functions(tf, model.spec(), shapes, bool(xla))
 
-    def step():
-        with tf.GradientTape() as tape:
-            L = model.loss(W)
-        g = tape.gradient(L, W)
-        t.assign_add(tf.constant(1.0, dt))
-        tf.raw_ops.ResourceApplyAdam(
-            var=W.handle, m=m.handle, v=v.handle, beta1_power=tf.pow(b1, t), beta2_power=tf.pow(b2, t),
-            lr=lr_c, beta1=b1, beta2=b2, epsilon=eps, grad=g, use_locking=False, use_nesterov=False,
-        )
-        return L
-
-    @tf.function(jit_compile=bool(xla), reduce_retracing=True)
     def run_block(k):
-        L = tf.constant(0.0, dt)
-        for _ in tf.range(k):
-            L = step()
-        return L
-
-    loss_fn = tf.function(lambda: model.loss(W), jit_compile=bool(xla))
+        return block_fn(k, W, m, v, t, tensors, hyper)
 
     t0 = time.perf_counter()
-    loss_initial = float(loss_fn())
+    loss_initial = float(loss_fn(W, tensors))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -481,7 +541,7 @@ def optimize_weights(
     finally:
         if bar is not None:
             bar.close()
-    loss_final = float(loss_fn())
+    loss_final = float(loss_fn(W, tensors))
     omega = model.unpack(W.numpy())
     stats = {"loss_initial": loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
              "first_block_seconds": compile_s, "steps": int(steps)}
@@ -698,7 +758,7 @@ class AutoL(GraphSSLAlgorithm):
         dropped = omega <= 0.0
         Y = np.zeros((graph.n, n_classes))
         Y[labeled] = Q
-        F, lgc_it = lgc_propagate(graph.S, Y, self.lgc_alpha, solver=self.solver, t=self.t)
+        F, lgc_it = lgc_propagate(graph.S, Y, self.lgc_alpha, solver=self.solver, t=self.t, degree=graph_degree(graph))
 
         self.omega_ = omega
         self.corrected_ = Q

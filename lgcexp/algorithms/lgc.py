@@ -3,7 +3,11 @@
 ``F = (I - alpha S)^-1 Y`` (paper Eqs. (20) and (24); the factor beta = 1 - alpha is
 left out, which changes no argmax). ``I - alpha S`` is symmetric positive definite with eigenvalues in
 ``[1 - alpha, 1 + alpha]``, so conjugate gradient converges in O(sqrt((1+alpha)/(1-alpha)) log(1/tol))
-sparse products; it is run to a relative residual ``tol`` rather than for a fixed number of iterations.
+sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.linalg.rcm_reordered`). It stops as soon as
+the row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.linalg.ArgmaxCertificate`,
+from the residual and the smallest eigenvalue structure of ``I - alpha S``), or at the relative residual ``tol``
+when some row's top two scores are too close to certify (exact ties); the predictions are therefore those of
+the exact solution, while the scores themselves are accurate to the certified bound only.
 The authors' fixed-point iteration ``F <- (1-alpha) Y + alpha S F`` for ``t`` steps is available as
 ``solver='power'`` for comparison.
 """
@@ -13,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..linalg import block_cg, shifted_operator
+from ..linalg import shifted_solve
 from ..params import Boolean, Options, positive, unit_open
 from .base import GraphSSLAlgorithm, label_matrix
 
@@ -21,20 +25,31 @@ SOLVERS = ("cg", "power")
 
 
 def lgc_propagate(
-    S, Y: np.ndarray, alpha: float, *, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000
+    S, Y: np.ndarray, alpha: float, *, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000,
+    degree: np.ndarray | None = None, reorder: bool = True,
 ) -> tuple[np.ndarray, int]:
     """Return ``(I - alpha S)^-1 Y`` (cg) or the authors' t-step iterate divided by (1 - alpha) (power).
 
-    Both estimate the same matrix; returns (F, iterations).
+    Both estimate the same matrix; returns (F, iterations). ``cg`` runs in reverse Cuthill-McKee order
+    (``reorder``) and, given the graph's ``degree`` (S = D^-1/2 W D^-1/2), stops once every row's argmax is
+    certain (:func:`lgcexp.linalg.shifted_solve`), else at the relative residual ``tol``.
     """
     Y = np.asarray(Y, dtype=np.float64)
     if solver == "cg":
-        F, it, _ = block_cg(shifted_operator(S, alpha), Y, tol=tol, maxiter=maxiter)
+        F, it, _ = shifted_solve(S, Y, alpha, tol=tol, maxiter=maxiter, reorder=reorder, degree=degree)
         return F, it
     F = Y.copy()
     for _ in range(t):
         F = (1.0 - alpha) * Y + alpha * (S @ F)
     return F / (1.0 - alpha), t
+
+
+def graph_degree(graph: Graph) -> np.ndarray | None:
+    """The degrees behind ``graph.S = D^-1/2 W D^-1/2`` for the argmax certificate (None for a graph whose S
+    is not that normalisation of a sparse W, e.g. the anchor graph's low-rank S)."""
+    if not sp.issparse(graph.S) or not sp.issparse(getattr(graph, "W", None)):
+        return None
+    return getattr(graph, "degree", None)
 
 
 class LGC(GraphSSLAlgorithm):
@@ -68,7 +83,8 @@ class LGC(GraphSSLAlgorithm):
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         Y = label_matrix(graph.n, labeled, y_labeled, n_classes)
-        self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t)
+        self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t,
+                                          degree=graph_degree(graph))
         self.info_["solver_iterations"] = int(it)
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
