@@ -42,20 +42,23 @@ from scipy import ndimage
 
 SIDE = 28
 N_MNIST = 70000
-BLOCK = 10000
+BLOCK = 10000  # divides N_MNIST
 
 
 def deform_block(images: np.ndarray, rng: np.random.Generator, *, alpha: float, sigma: float, rotate: float,
-                 shift: float) -> np.ndarray:
-    """Deformed copies (m, 28, 28) float32 of ``images`` (m, 28, 28): elastic field + rotation + shift."""
+                 shift: float, draws: int | None = None) -> np.ndarray:
+    """Deformed copies (m, 28, 28) float32 of ``images`` (m, 28, 28): elastic field + rotation + shift.
+    ``draws`` (>= m; default m): the random parameters are drawn for that many images and the first m used,
+    so a short last block gets the same deformations as the start of a full one."""
     m = images.shape[0]
+    draws = m if draws is None else max(m, int(draws))
     # elastic displacement: uniform noise, smoothed over the two image axes only, scaled by alpha
-    field = rng.uniform(-1.0, 1.0, size=(2, m, SIDE, SIDE)).astype(np.float32)
+    field = rng.uniform(-1.0, 1.0, size=(2, draws, SIDE, SIDE)).astype(np.float32)[:, :m]
+    theta = np.deg2rad(rng.uniform(-rotate, rotate, size=draws)[:m]).astype(np.float32)
+    t = rng.uniform(-shift, shift, size=(2, draws))[:, :m].astype(np.float32)
     for c in range(2):
         field[c] = ndimage.gaussian_filter(field[c], sigma=(0, sigma, sigma), mode="constant", truncate=3.0)
     field *= np.float32(alpha)
-    theta = np.deg2rad(rng.uniform(-rotate, rotate, size=m)).astype(np.float32)
-    t = rng.uniform(-shift, shift, size=(2, m)).astype(np.float32)
     centre = (SIDE - 1) / 2.0
     r, c = np.meshgrid(np.arange(SIDE, dtype=np.float32) - centre, np.arange(SIDE, dtype=np.float32) - centre,
                        indexing="ij")
@@ -88,11 +91,9 @@ def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8
             stop = min(n, start + BLOCK)
             src = np.arange(start, stop) % N_MNIST
             block = base[src].astype(np.float32)
-            deform = np.arange(start, stop) >= N_MNIST
-            if deform.any():
+            if start >= N_MNIST:  # BLOCK divides 70000: a block is all digits or all deformations
                 rng = np.random.default_rng([seed, b])
-                block[deform] = deform_block(block[deform], rng, alpha=alpha, sigma=sigma, rotate=rotate,
-                                             shift=shift)
+                block = deform_block(block, rng, alpha=alpha, sigma=sigma, rotate=rotate, shift=shift, draws=BLOCK)
             X[start:stop] = block.reshape(stop - start, -1)
             if not quiet and (b % 10 == 0 or stop == n):
                 print(f"  {stop:>9,d} / {n:,d} rows  {time.perf_counter() - t0:6.1f}s", file=sys.stderr, flush=True)
