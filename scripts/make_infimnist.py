@@ -27,7 +27,9 @@ Written under the cache directory (``$LGCEXP_CACHE_DIR/infimnist/``; never commi
     lgcexp dataset=npy dataset.path=<X.npy> dataset.clean_labels_path=<y.npy> labels.n=1000 \
         noise.rate=0.2 graph=knn_approx graph.pca=64 graph.index=ivf ...
 
-The files are made under temporary names and renamed when complete; an existing complete file is kept.
+The files are made under temporary names and renamed when complete; an existing complete file is kept, and
+a smaller set is copied from a bigger one with the same seed when there is one. Only the default deformation
+settings should share an output directory (the file names carry n and the seed, not the settings).
 """
 from __future__ import annotations
 
@@ -72,6 +74,36 @@ def deform_block(images: np.ndarray, rng: np.random.Generator, *, alpha: float, 
     return np.clip(out, 0.0, 255.0, out=out)
 
 
+def _larger_set(out_dir: Path, n: int, seed: int) -> tuple[Path, Path] | None:
+    """The smallest complete set with this seed and more than n rows in ``out_dir`` (made with the default
+    deformation settings), or None."""
+    found = []
+    for f in out_dir.glob(f"infimnist-*-s{seed}-X.npy"):
+        try:
+            m = int(f.name.split("-")[1])
+        except ValueError:
+            continue
+        y = f.with_name(f.name[:-len("X.npy")] + "y.npy")
+        if m > n and y.is_file():
+            found.append((m, f, y))
+    return (min(found)[1], min(found)[2]) if found else None
+
+
+def _copy_prefix(larger: tuple[Path, Path], n: int, x_path: Path, y_path: Path) -> tuple[Path, Path]:
+    src = np.load(larger[0], mmap_mode="r")
+    tmp_x = x_path.with_name(f".{x_path.name}.{os.getpid()}.tmp")
+    X = np.lib.format.open_memmap(tmp_x, mode="w+", dtype=np.float32, shape=(n, src.shape[1]))
+    for start in range(0, n, 8 * BLOCK):
+        X[start:start + 8 * BLOCK] = src[start:min(n, start + 8 * BLOCK)]
+    X.flush()
+    del X
+    os.replace(tmp_x, x_path)
+    tmp_y = y_path.with_name(f".{y_path.name}.{os.getpid()}.tmp.npy")
+    np.save(tmp_y, np.load(larger[1])[:n])
+    os.replace(tmp_y, y_path)
+    return x_path, y_path
+
+
 def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8.0, sigma: float = 4.0,
          rotate: float = 10.0, shift: float = 2.0, quiet: bool = False) -> tuple[Path, Path]:
     """Write the first ``n`` rows of the set (see the module doc) and return (X path, y path)."""
@@ -80,6 +112,9 @@ def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8
     x_path, y_path = Path(f"{stem}-X.npy"), Path(f"{stem}-y.npy")
     if x_path.is_file() and y_path.is_file():
         return x_path, y_path
+    larger = _larger_set(out_dir, n, seed)
+    if larger is not None:  # the first n rows of a bigger set with this seed are this set: copy them
+        return _copy_prefix(larger, n, x_path, y_path)
     with np.load(mnist_path) as z:
         base, labels = z["X"].reshape(-1, SIDE, SIDE), z["y"].astype(np.int64)
     assert base.shape[0] == N_MNIST, base.shape

@@ -196,6 +196,8 @@ def test_make_infimnist_prefix_property_and_labels(tmp_path):
     np.savez(src, X=base, y=labels)
     xa, ya = mi.make(70010, 7, tmp_path / "a", src, quiet=True)
     xb, yb = mi.make(70004, 7, tmp_path / "b", src, quiet=True)
+    xp, yp = mi.make(70004, 7, tmp_path / "a", src, quiet=True)  # copied from the bigger set beside it
+    assert np.array_equal(np.load(xp), np.load(xb)) and np.array_equal(np.load(yp), np.load(yb))
     A, B = np.load(xa, mmap_mode="r"), np.load(xb, mmap_mode="r")
     assert A.dtype == np.float32 and A.shape == (70010, 784)
     assert np.array_equal(A[:70000], base.astype(np.float32))  # the digits themselves first
