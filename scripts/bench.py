@@ -7,7 +7,8 @@ Every figure is quoted as a ratio against a baseline measured in the same run:
 - sklearn: the scikit-learn estimator ``LGCClassifier().fit(X, y)`` on MNIST (y = -1 except 100 labels) against
           ``LabelSpreading(kernel="knn")`` and against the same stages called directly (kNN graph + LGC),
           all in one run; and ``predict`` on 10,000 points by both estimators.
-- autol / autod / siis: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``).
+- autol / autod / siis / gpu: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``;
+          gpu measures GPU vs CPU when there is a GPU and says "no GPU" otherwise).
 
     python scripts/bench.py                 # all sections
     python scripts/bench.py --only graph    # one section
@@ -30,7 +31,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("graph", "sklearn", "autol", "autod", "siis")
+SECTIONS = ("graph", "sklearn", "autol", "autod", "siis", "gpu")  # gpu: scripts/bench_gpu.py ("no GPU" without one)
 
 
 def timed(fn, *args, **kw):
