@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SIZES = (20_000, 50_000, 100_000, 300_000, 1_000_000)
 LOCK = "/tmp/lgc-timing.lock"
-COLUMNS = ("n", "step", "seconds", "peak_rss_mib", "load_before", "load_after", "detail")
+COLUMNS = ("n", "step", "seconds", "cpu_seconds", "peak_rss_mib", "load_before", "load_after", "detail")
 
 
 def cache_root() -> Path:
@@ -75,12 +75,13 @@ def lgcexp_args(n: int, x: Path, y: Path, algo: str, cache_dir: Path, out: Path,
     return args + extra
 
 
-def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, float, tuple[float, float]]:
-    """Run ``lgcexp args`` in a fresh process: (result.json, wall seconds, peak RSS MiB, load averages)."""
+def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, float, tuple[float, float], float]:
+    """Run ``lgcexp args`` in a fresh process: (result.json, wall seconds, peak RSS MiB, load averages, CPU
+    seconds: user + system, all threads; on a loaded machine the steadier measure of the work)."""
     rss_file = log.with_suffix(".rss")
     out = Path(next(a.split("=", 1)[1] for a in args if a.startswith("hydra.run.dir=")))
     shutil.rmtree(out, ignore_errors=True)  # no result of an earlier run is read back
-    cmd = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), sys.executable, "-m", "lgcexp.cli", *args]
+    cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file), sys.executable, "-m", "lgcexp.cli", *args]
     cmd = ["flock", LOCK, *cmd] if lock else ["nice", "-n", "19", *cmd]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
            "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -95,8 +96,9 @@ def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, flo
     if p.returncode != 0:
         raise SystemExit(f"lgcexp failed (exit {p.returncode}); see {log}")
     result = json.loads((out / "result.json").read_text())
-    rss = int(rss_file.read_text().strip().splitlines()[-1]) / 1024
-    return result, wall, rss, (load0, load1)
+    fields = rss_file.read_text().strip().splitlines()[-1].split()
+    rss, cpu = int(fields[0]) / 1024, float(fields[1]) + float(fields[2])
+    return result, wall, rss, (load0, load1), cpu
 
 
 def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str]) -> list[dict]:
@@ -104,7 +106,7 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str]) -> li
     cache_dir = work / f"cache-{n}"
     shutil.rmtree(cache_dir, ignore_errors=True)  # a cold graph
     rows = []
-    res, wall, rss, load = run_lgcexp(lgcexp_args(n, x, y, "lgc", cache_dir, work / f"lgc-{n}", extra), lock,
+    res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "lgc", cache_dir, work / f"lgc-{n}", extra), lock,
                                       work / f"lgc-{n}.log")
     g, st = res["graph"], res["stage_seconds"]
     common = {"n": n, "load_before": round(load[0], 2), "load_after": round(load[1], 2)}
@@ -114,7 +116,8 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str]) -> li
     graph_total = st["graph"]
     search = g["search_seconds"] - g.get("project_seconds", 0.0)
     rows += [
-        {**common, "step": "lgc_run_wall", "seconds": round(wall, 2), "peak_rss_mib": round(rss), "detail": detail},
+        {**common, "step": "lgc_run_wall", "seconds": round(wall, 2), "cpu_seconds": round(cpu, 1),
+         "peak_rss_mib": round(rss), "detail": detail},
         {**common, "step": "load", "seconds": st["load"], "detail": "memory-mapped .npy + fingerprint"},
         {**common, "step": "graph_total", "seconds": graph_total, "detail": f"{g['edges']} edges"},
         {**common, "step": "graph_pca", "seconds": g.get("project_seconds"), "detail": "train on 100k, apply"},
@@ -126,12 +129,13 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str]) -> li
          "detail": "graph stage + LGC solve"},
     ]
     if autol:
-        res, wall, rss, load = run_lgcexp(lgcexp_args(n, x, y, "autoL", cache_dir, work / f"autol-{n}", extra), lock,
+        res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "autoL", cache_dir, work / f"autol-{n}", extra), lock,
                                           work / f"autol-{n}.log")
         assert res["graph"]["cache_hit"], "the AutoL run should read the LGC run's graph"
         common = {"n": n, "load_before": round(load[0], 2), "load_after": round(load[1], 2)}
         rows += [
-            {**common, "step": "autol_run_wall", "seconds": round(wall, 2), "peak_rss_mib": round(rss),
+            {**common, "step": "autol_run_wall", "seconds": round(wall, 2), "cpu_seconds": round(cpu, 1),
+             "peak_rss_mib": round(rss),
              "detail": f"acc_unlabeled {res['acc_unlabeled']:.4f}, acc_labeled {res['acc_labeled']:.4f}"},
             {**common, "step": "autol_pll", "seconds": res["pll_seconds"],
              "detail": f"blocked CG, {res['pll_iterations']} iterations (max over blocks)"},
@@ -193,6 +197,10 @@ def report(rows: list[dict], out: Path) -> None:
             cells.append("" if r is None or r["seconds"] in ("", None) else f"{float(r['seconds']):.1f}")
         g = growth(rows, s)
         lines.append(f"| {s} | " + " | ".join(cells) + f" | {'' if g is None else f'n^{g:.2f}'} |")
+    for s in ("lgc_run_wall", "autol_run_wall"):
+        if any(r["step"] == s and r.get("cpu_seconds") for r in rows):
+            cells = [get[(n, s)].get("cpu_seconds") or "" if (n, s) in get else "" for n in sizes]
+            lines.append(f"| CPU seconds ({s.split('_')[0]} run, user + sys) | " + " | ".join(str(c) for c in cells) + " | |")
     for s in ("lgc_run_wall", "autol_run_wall"):
         if any(r["step"] == s for r in rows):
             cells = [get[(n, s)]["peak_rss_mib"] if (n, s) in get else "" for n in sizes]
