@@ -188,6 +188,15 @@ def report(rows: list[dict], out: Path) -> None:
              "each `lgcexp` process, growth exponent = slope of log(seconds) on log(n). Rows 0..69,999 are the "
              "MNIST digits themselves, later rows deformations, so n <= 70k is plain MNIST. Load average "
              "(1 min) before/after each run in scale.csv.", "",
+             "The 1M run by hand (`python scripts/make_infimnist.py --n 1000000` first, about 3 GB under the cache):",
+             "", "```bash",
+             "lgcexp dataset=npy dataset.path=$LGCEXP_CACHE_DIR/infimnist/infimnist-1000000-s0-X.npy \\",
+             "    dataset.clean_labels_path=$LGCEXP_CACHE_DIR/infimnist/infimnist-1000000-s0-y.npy \\",
+             "    labels.n=1000 noise.rate=0.2 algo=lgc algo.params.judge=false \\",
+             "    graph=knn_approx graph.pca=64 graph.refine=2 graph.index=ivf graph.nlist=4096 graph.nprobe=16",
+             "```", "",
+             "(`algo=lgc` judges its labels by default, which costs a P_LL solve like AutoL's: `judge=false` is "
+             "graph + LGC alone.)", "",
              "| step | " + " | ".join(f"{n:,}" for n in sizes) + " | growth |",
              "|---|" + "---|" * (len(sizes) + 1)]
     for s in steps:
