@@ -101,7 +101,50 @@ def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, flo
     return result, wall, rss, (load0, load1), cpu
 
 
-def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str]) -> list[dict]:
+PLL_PROBE = """
+import json, sys, time
+import numpy as np
+from lgcexp.algorithms.autol import AutoL, propagation_submatrix
+from lgcexp.cache import Cache
+from lgcexp.data.npyfile import NpyFile
+from lgcexp.graph.knn_approx import KnnApproxGraph
+from lgcexp.labels import sample_and_corrupt
+x, y, cache_dir, nlist, cols = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+data = NpyFile(path=x, clean_labels_path=y).load()
+b = KnnApproxGraph(k=10, index="ivf", pca=64, refine=2, nlist=nlist, nprobe=16)
+graph, hit = b.build(data.X, cache=Cache(cache_dir), data_fingerprint=data.fingerprint())
+assert hit, "the graph of the LGC run is expected in the cache"
+split = sample_and_corrupt(data.y, 1000, 0.2, 0)
+a = AutoL()
+t0 = time.perf_counter()
+P, st = propagation_submatrix(graph.S, split.labeled[:cols], a.alpha, tol=a.tol, dtype=a.dtype)
+print(json.dumps({"seconds": time.perf_counter() - t0, "iterations": st["iterations"], "block": st["block"]}))
+"""
+
+
+def pll_probe(n: int, x: Path, y: Path, cache_dir: Path, cols: int, lock: bool, log: Path) -> dict:
+    """AutoL's P_LL for the first ``cols`` of the 1000 labelled columns (same solver, tolerance, dtype and
+    blocking), in a fresh process; every column costs one solve of the same system, so the full P_LL time
+    is extrapolated as seconds x 1000 / cols."""
+    rss_file = log.with_suffix(".rss")
+    cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file), sys.executable, "-c", PLL_PROBE, str(x), str(y),
+           str(cache_dir), str(nlist_for(n)), str(cols)]
+    cmd = ["flock", LOCK, *cmd] if lock else ["nice", "-n", "19", *cmd]
+    load0 = os.getloadavg()[0]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    log.write_text(p.stdout + p.stderr)
+    if p.returncode != 0:
+        raise SystemExit(f"P_LL probe failed; see {log}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    fields = rss_file.read_text().strip().splitlines()[-1].split()
+    return {"n": n, "step": "autol_pll_estimate", "seconds": round(r["seconds"] * 1000 / cols, 1),
+            "peak_rss_mib": round(int(fields[0]) / 1024), "load_before": round(load0, 2),
+            "load_after": round(os.getloadavg()[0], 2),
+            "detail": f"{cols} of 1000 columns measured ({r['seconds']:.1f}s, blocks of {r['block']}, "
+                      f"{r['iterations']} CG iterations), x {1000 / cols:.3g}"}
+
+
+def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str], pll_columns: int = 0) -> list[dict]:
     x, y = dataset_files(n)
     cache_dir = work / f"cache-{n}"
     shutil.rmtree(cache_dir, ignore_errors=True)  # a cold graph
@@ -128,6 +171,8 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str]) -> li
         {**common, "step": "graph_plus_lgc", "seconds": round(graph_total + st["optimize"], 2),
          "detail": "graph stage + LGC solve"},
     ]
+    if pll_columns:
+        rows.append(pll_probe(n, x, y, cache_dir, pll_columns, lock, work / f"pll-{n}.log"))
     if autol:
         res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "autoL", cache_dir, work / f"autol-{n}", extra), lock,
                                           work / f"autol-{n}.log")
@@ -162,7 +207,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
             w.writerow({c: r.get(c, "") for c in COLUMNS})
 
 
-PLOTTED = ("graph_total", "graph_search", "graph_pca", "graph_recall", "lgc_solve", "autol_pll", "autol_adam")
+PLOTTED = ("graph_total", "graph_search", "graph_pca", "graph_recall", "lgc_solve", "autol_pll", "autol_pll_estimate",
+           "autol_adam")
 
 
 def growth(rows: list[dict], step: str) -> float | None:
@@ -180,7 +226,7 @@ def growth(rows: list[dict], step: str) -> float | None:
 def report(rows: list[dict], out: Path) -> None:
     sizes = sorted({int(r["n"]) for r in rows})
     steps = [s for s in ("load", "graph_pca", "graph_search", "graph_recall", "graph_total", "lgc_solve",
-                         "graph_plus_lgc", "lgc_run_wall", "autol_pll", "autol_adam", "autol_optimize",
+                         "graph_plus_lgc", "lgc_run_wall", "autol_pll", "autol_pll_estimate", "autol_adam", "autol_optimize",
                          "autol_run_wall") if any(r["step"] == s for r in rows)]
     get = {(int(r["n"]), r["step"]): r for r in rows}
     lines = ["# Scaling with n (InfiMNIST-style data, 784-d)", "",
@@ -258,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default <cache>/bench_scale)")
     ap.add_argument("--lock", action="store_true", help=f"run under flock {LOCK} instead of nice -n 19")
     ap.add_argument("--no-autol", action="store_true", help="only the LGC runs")
+    ap.add_argument("--pll-columns", type=int, default=0,
+                    help="also time AutoL's P_LL on this many of the 1000 columns and extrapolate (with --no-autol: "
+                         "when the full AutoL run would take too long)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("extra", nargs="*", help="more lgcexp overrides for every run")
     a = ap.parse_args(argv)
@@ -269,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         for n in a.sizes:
             print(f"n={n:,} ...", flush=True)
-            new = bench_n(n, work, a.lock, not a.no_autol, a.extra)
+            new = bench_n(n, work, a.lock, not a.no_autol, a.extra, a.pll_columns)
             steps = {r["step"] for r in new}
             rows = [r for r in rows if not (int(r["n"]) == n and r["step"] in steps)] + new
             write_csv(csv_path, rows)
