@@ -144,13 +144,8 @@ def pll_probe(n: int, x: Path, y: Path, cache_dir: Path, cols: int, lock: bool, 
                       f"{r['iterations']} CG iterations), x {1000 / cols:.3g}"}
 
 
-def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str], pll_columns: int = 0) -> list[dict]:
-    x, y = dataset_files(n)
-    cache_dir = work / f"cache-{n}"
-    shutil.rmtree(cache_dir, ignore_errors=True)  # a cold graph
-    rows = []
-    res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "lgc", cache_dir, work / f"lgc-{n}", extra), lock,
-                                      work / f"lgc-{n}.log")
+def lgc_rows(n: int, res: dict, wall: float | None, rss: float, load: tuple[float, float], cpu: float) -> list[dict]:
+    """The rows of one LGC run (its result.json, wall seconds, peak RSS MiB, load averages, CPU seconds)."""
     g, st = res["graph"], res["stage_seconds"]
     common = {"n": n, "load_before": round(load[0], 2), "load_after": round(load[1], 2)}
     detail = (f"recall@{g['k']} {g['recall_at_k']:.4f} (original 784-d space, {g['recall_queries']} queries); "
@@ -158,9 +153,9 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str], pll_c
               f"device {g.get('device')}; acc_unlabeled {res['acc_unlabeled']:.4f}")
     graph_total = st["graph"]
     search = g["search_seconds"] - g.get("project_seconds", 0.0)
-    rows += [
-        {**common, "step": "lgc_run_wall", "seconds": round(wall, 2), "cpu_seconds": round(cpu, 1),
-         "peak_rss_mib": round(rss), "detail": detail},
+    return [
+        {**common, "step": "lgc_run_wall", "seconds": "" if wall is None else round(wall, 2),
+         "cpu_seconds": round(cpu, 1), "peak_rss_mib": round(rss), "detail": detail},
         {**common, "step": "load", "seconds": st["load"], "detail": "memory-mapped .npy + fingerprint"},
         {**common, "step": "graph_total", "seconds": graph_total, "detail": f"{g['edges']} edges"},
         {**common, "step": "graph_pca", "seconds": g.get("project_seconds"), "detail": "train on 100k, apply"},
@@ -171,6 +166,16 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str], pll_c
         {**common, "step": "graph_plus_lgc", "seconds": round(graph_total + st["optimize"], 2),
          "detail": "graph stage + LGC solve"},
     ]
+
+
+def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str], pll_columns: int = 0) -> list[dict]:
+    x, y = dataset_files(n)
+    cache_dir = work / f"cache-{n}"
+    shutil.rmtree(cache_dir, ignore_errors=True)  # a cold graph
+    rows = []
+    res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "lgc", cache_dir, work / f"lgc-{n}", extra), lock,
+                                      work / f"lgc-{n}.log")
+    rows += lgc_rows(n, res, wall, rss, load, cpu)
     if pll_columns:
         rows.append(pll_probe(n, x, y, cache_dir, pll_columns, lock, work / f"pll-{n}.log"))
     if autol:
