@@ -240,7 +240,10 @@ def report(rows: list[dict], out: Path) -> None:
              "`python scripts/bench_scale.py` (see its docstring for the settings); seconds per step, peak RSS of "
              "each `lgcexp` process, growth exponent = slope of log(seconds) on log(n). Rows 0..69,999 are the "
              "MNIST digits themselves, later rows deformations, so n <= 70k is plain MNIST. Load average "
-             "(1 min) before/after each run in scale.csv.", "",
+             "(1 min) before/after each run in scale.csv. Wall seconds depend on that load (runs under `nice -n 19` "
+             "on a shared 2-core machine wait for the CPU); the CPU seconds (user + sys of the process, all "
+             "threads) are the steadier measure of the work: on two idle cores a run takes at least half of them.",
+             "",
              "The 1M run by hand (`python scripts/make_infimnist.py --n 1000000` first, about 3 GB under the cache):",
              "", "```bash",
              "lgcexp dataset=npy dataset.path=$LGCEXP_CACHE_DIR/infimnist/infimnist-1000000-s0-X.npy \\",
