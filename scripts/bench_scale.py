@@ -253,6 +253,12 @@ def report(rows: list[dict], out: Path) -> None:
              "```", "",
              "(`algo=lgc` judges its labels by default, which costs a P_LL solve like AutoL's: `judge=false` is "
              "graph + LGC alone.)", "",
+             "`autol_pll_estimate` times AutoL's P_LL (float32 blocked CG, tol 1e-6, blocks of 32 columns at "
+             "n >= 50k: 7 arrays of n x 32 float32, about 0.9 GB at 1M) on 64 of the 1000 label columns and "
+             "multiplies by 1000/64 (`--pll-columns`). Checked once at 20k (load 13.4-13.8): all 1000 columns "
+             "40.3 s, 64 columns x 15.6 = 39.8 s and 52.3 s. The full AutoL run at 20k spent 198.5 s in P_LL "
+             "at load 13-16, five times the standalone solve; not explained yet. Adam's cost depends on the "
+             "1000 labels, not on n.", "",
              "| step | " + " | ".join(f"{n:,}" for n in sizes) + " | growth |",
              "|---|" + "---|" * (len(sizes) + 1)]
     for s in steps:
@@ -262,20 +268,22 @@ def report(rows: list[dict], out: Path) -> None:
             cells.append("" if r is None or r["seconds"] in ("", None) else f"{float(r['seconds']):.1f}")
         g = growth(rows, s)
         lines.append(f"| {s} | " + " | ".join(cells) + f" | {'' if g is None else f'n^{g:.2f}'} |")
-    for s in ("lgc_run_wall", "autol_run_wall"):
+    for s, what in (("lgc_run_wall", "lgc run, user + sys"), ("autol_run_wall", "autol run, user + sys"),
+                    ("autol_pll_estimate", "P_LL estimate, its process")):
         if any(r["step"] == s and r.get("cpu_seconds") for r in rows):
             cells = [get[(n, s)].get("cpu_seconds") or "" if (n, s) in get else "" for n in sizes]
-            lines.append(f"| CPU seconds ({s.split('_')[0]} run, user + sys) | " + " | ".join(str(c) for c in cells) + " | |")
+            lines.append(f"| CPU seconds ({what}) | " + " | ".join(str(c) for c in cells) + " | |")
     for s in ("lgc_run_wall", "autol_run_wall"):
         if any(r["step"] == s for r in rows):
             cells = [get[(n, s)]["peak_rss_mib"] if (n, s) in get else "" for n in sizes]
             lines.append(f"| peak RSS MiB ({s.split('_')[0]} run) | " + " | ".join(str(c) for c in cells) + " | |")
     lines += ["", "| n | run | detail | load before / after |", "|---|---|---|---|"]
     for n in sizes:
-        for s in ("lgc_run_wall", "autol_run_wall"):
+        for s in ("lgc_run_wall", "autol_run_wall", "autol_pll_estimate"):
             r = get.get((n, s))
             if r is not None:
-                lines.append(f"| {n:,} | {s.split('_')[0]} | {r['detail']} | {r['load_before']} / {r['load_after']} |")
+                what = "P_LL" if s == "autol_pll_estimate" else s.split("_")[0]
+                lines.append(f"| {n:,} | {what} | {r['detail']} | {r['load_before']} / {r['load_after']} |")
     (out / "scale.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
