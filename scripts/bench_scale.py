@@ -81,7 +81,7 @@ def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, flo
     rss_file = log.with_suffix(".rss")
     out = Path(next(a.split("=", 1)[1] for a in args if a.startswith("hydra.run.dir=")))
     shutil.rmtree(out, ignore_errors=True)  # no result of an earlier run is read back
-    cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file), sys.executable, "-m", "lgcexp.cli", *args]
+    cmd = ["/usr/bin/time", "-f", "%M %U %S %e", "-o", str(rss_file), sys.executable, "-m", "lgcexp.cli", *args]
     cmd = ["flock", LOCK, *cmd] if lock else ["nice", "-n", "19", *cmd]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
            "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -98,6 +98,7 @@ def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, flo
     result = json.loads((out / "result.json").read_text())
     fields = rss_file.read_text().strip().splitlines()[-1].split()
     rss, cpu = int(fields[0]) / 1024, float(fields[1]) + float(fields[2])
+    wall = float(fields[3])  # the process itself, not the wait for the timing lock
     return result, wall, rss, (load0, load1), cpu
 
 
