@@ -243,7 +243,9 @@ def report(rows: list[dict], out: Path) -> None:
              "MNIST digits themselves, later rows deformations, so n <= 70k is plain MNIST. Load average "
              "(1 min) before/after each run in scale.csv. Wall seconds depend on that load (runs under `nice -n 19` "
              "on a shared 2-core machine wait for the CPU); the CPU seconds (user + sys of the process, all "
-             "threads) are the steadier measure of the work: on two idle cores a run takes at least half of them.",
+             "threads) are the steadier measure of the work: on two idle cores a run takes at least half of them. "
+             "Runs marked [flock, nice 0] below ran at normal priority (the timed 1M runs), the others under "
+             "`nice -n 19`: the growth exponents of wall seconds mix the two.",
              "",
              "The 1M run by hand (`python scripts/make_infimnist.py --n 1000000` first, about 3 GB under the cache):",
              "", "```bash",
