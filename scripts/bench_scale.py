@@ -260,7 +260,9 @@ def report(rows: list[dict], out: Path) -> None:
              "n >= 50k: 7 arrays of n x 32 float32, about 0.9 GB at 1M) on 64 of the 1000 label columns and "
              "multiplies by 1000/64 (`--pll-columns`). Checked once at 20k (load 13.4-13.8): all 1000 columns "
              "40.3 s, 64 columns x 15.6 = 39.8 s and 52.3 s. The full AutoL run at 20k spent 198.5 s in P_LL "
-             "at load 13-16, five times the standalone solve; not explained yet. Adam's cost depends on the "
+             "at load 13-16, five times the standalone solve, while a `nice -n 10` test suite of ours competed with "
+             "it (not with the probes); importing TensorFlow first does not slow the solve (128 columns at 20k: "
+             "0.62 s before, 0.63-0.79 s after). Adam's cost depends on the "
              "1000 labels, not on n.", "",
              "| step | " + " | ".join(f"{n:,}" for n in sizes) + " | growth |",
              "|---|" + "---|" * (len(sizes) + 1)]
