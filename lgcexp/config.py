@@ -23,7 +23,7 @@ from .labels import LABELS_PARAMETERS, check_label_count
 from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
-NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested")
+NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested", "device")
 #: every value the top-level ``loss`` option can take (each method accepts a subset; see ``algo.losses``)
 KNOWN_LOSSES = ("xent", "ce", "mse", "mae")
 #: the top-level scalar options
@@ -33,6 +33,7 @@ TOP_PARAMETERS = {
     "force": [Boolean()],
     "progress": [Boolean(), NoneValue()],
     "plot": [Boolean()],
+    "device": [Options(("auto", "cpu"))],  # lgcexp.devices: auto = the GPU when there is one
 }
 PATHS_PARAMETERS = {
     "data_dir": [String("a directory path")],

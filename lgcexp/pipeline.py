@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import __version__, diagnosis, label_issues
+from . import __version__, devices, diagnosis, label_issues
 from .algorithms import GraphSSLAlgorithm
 from .cache import Cache
 from .config import RunPlan, check_against_data, plan
@@ -46,6 +46,7 @@ class StageTimer:
 def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     """Run one experiment; write ``result.json`` and ``labels.csv`` into ``out_dir`` when given."""
     p = plan(cfg)
+    devices.configure(p.config.get("device"))
     paths = p.config.get("paths") or {}
     cache = Cache(paths.get("cache_dir"))
     timer = StageTimer()
@@ -131,6 +132,7 @@ def record(p: RunPlan, data: Dataset, graph: Graph, graph_hit: bool, eig: Any, e
                   **graph.info},
         "eig": None if eig is None else {"p": p.n_eigenpairs, "cache_hit": eig_hit, **eig.summary()},
         "stage_seconds": {s: timer.seconds.get(s, 0.0) for s in STAGES},
+        "device": devices.report(),
         "config": effective_config(c),
         "config_hash": config_hash(c),
         "lgcexp_version": __version__,

@@ -206,7 +206,10 @@ def test_knn_approx_cache_key_covers_index_parameters(tmp_path):
     ("graph.recall_queries=100", "graph.recall_queries=100 is not allowed: it must be an integer >= 1000"),
     ("graph.kernel=foo", "graph.kernel=foo is not allowed: choose one of gaussian, self_tuning, binary"),
     ("+graph.efSearch=10", "graph.efSearch is not a parameter of graph=knn_approx; allowed: M, ef_construction, "
-                          "ef_search, index, k, kernel, local_scale, nlist, nprobe, recall_queries, sigma, symmetrize"),
+                          "ef_search, index, k, kernel, local_scale, nlist, nprobe, pca, recall_queries, refine, sigma, "
+                          "symmetrize, train_size"),
+    ("graph.pca=0", "graph.pca=0 is not allowed: it must be an integer >= 1 or null"),
+    ("graph.refine=0", "graph.refine=0 is not allowed: it must be an integer >= 1"),
 ])
 def test_knn_approx_bad_values_one_line(override, msg):
     with pytest.raises(UserError) as e:

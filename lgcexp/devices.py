@@ -1,0 +1,92 @@
+"""Which device each numerical library runs on: the GPU when there is one, unless ``device=cpu``.
+
+* faiss (the kNN search): with a GPU build of faiss (the ``gpu`` extra) and ``faiss.get_num_gpus() > 0``,
+  an index is moved to all visible GPUs (``faiss.index_cpu_to_all_gpus``) before it is searched; the CPU
+  build has no ``get_num_gpus`` or reports 0, and everything stays on the CPU.
+* TensorFlow (AutoL's and AutoD's Adam loops): places operations on ``GPU:0`` by itself when a CUDA build
+  sees a GPU. ``device=cpu`` hides the GPUs from it (``tf.config.set_visible_devices([], "GPU")``, or
+  ``CUDA_VISIBLE_DEVICES=-1`` before TensorFlow is first imported).
+
+``device=auto`` (the default) uses the GPU when present; ``device=cpu`` forces the CPU for both. The
+choice is where a run computes, not what: it is left out of the run's config hash (the numbers agree to
+float round-off). :func:`report` gives result.json's ``device`` block: ``{"faiss": "cpu" | "gpu:N",
+"tensorflow": "cpu" | "GPU:0" | null}`` (null: the run did not use TensorFlow).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEVICES = ("auto", "cpu")
+
+_force_cpu = False
+
+
+def configure(device: str | None) -> None:
+    """Set the device policy of this process (``auto`` or ``cpu``; None: auto)."""
+    global _force_cpu
+    _force_cpu = device == "cpu"
+    if not _force_cpu:
+        return
+    if "tensorflow" in sys.modules:
+        try:
+            sys.modules["tensorflow"].config.set_visible_devices([], "GPU")
+        except (RuntimeError, ValueError) as exc:  # devices already initialised: TF cannot change them now
+            log.warning("device=cpu: TensorFlow has initialised its devices already (%s)", exc)
+    elif "faiss" not in sys.modules:
+        os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+
+
+def force_cpu() -> bool:
+    return _force_cpu
+
+
+def faiss_gpu_count(faiss: Any) -> int:
+    """GPUs faiss may use: 0 when forced to the CPU, with a CPU build, or when none is visible."""
+    if _force_cpu:
+        return 0
+    get = getattr(faiss, "get_num_gpus", None)
+    if get is None:
+        return 0
+    try:
+        return max(0, int(get()))
+    except Exception:  # a GPU build without a driver
+        return 0
+
+
+def faiss_device(faiss: Any) -> str:
+    """``gpu:N`` (N GPUs) when faiss will use GPUs, else ``cpu``."""
+    n = faiss_gpu_count(faiss)
+    return f"gpu:{n}" if n else "cpu"
+
+
+def to_faiss_device(faiss: Any, index: Any) -> tuple[Any, str]:
+    """(the index on the chosen device, that device): moved to all GPUs when :func:`faiss_device` says so."""
+    device = faiss_device(faiss)
+    if device == "cpu":
+        return index, device
+    return faiss.index_cpu_to_all_gpus(index), device
+
+
+def tensorflow_device() -> str | None:
+    """``GPU:0`` when TensorFlow (already imported) places operations on a GPU, ``cpu`` when not, None when
+    TensorFlow was not imported by this run (it is not imported here)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return None
+    try:
+        gpus = tf.config.list_logical_devices("GPU")
+    except Exception:
+        return "cpu"
+    return "GPU:0" if gpus else "cpu"
+
+
+def report() -> dict[str, Any]:
+    """result.json's ``device`` block (faiss imported only if it was imported already)."""
+    faiss = sys.modules.get("faiss")
+    return {"faiss": faiss_device(faiss) if faiss is not None else ("cpu" if _force_cpu else None),
+            "tensorflow": tensorflow_device()}
