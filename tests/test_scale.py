@@ -212,3 +212,25 @@ def test_make_infimnist_prefix_property_and_labels(tmp_path):
     assert np.allclose(same, img, atol=1e-3)
     c, _ = mi.make(70010, 8, tmp_path / "c", src, quiet=True)
     assert not np.array_equal(np.load(c, mmap_mode="r")[70000:], new)  # the seed matters
+
+
+def test_exact_knn_graph_searches_on_the_gpu_when_faiss_sees_one(monkeypatch, auto_device):
+    """graph=knn: with a GPU the exact search goes to faiss's (moved) flat index, not the CPU self-join;
+    with device=cpu it stays on the CPU. The neighbours are the brute-force ones either way."""
+    from lgcexp.graph import knn
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3)).astype(np.float32)
+    Xi = rng.integers(0, 50, size=(9000, 3)).astype(np.float32)
+    fake = FakeGpuFaiss(monkeypatch, 1)
+    assert not knn.use_selfjoin(Xi)  # integer-valued and large enough, but the GPU search is chosen
+    d, i = knn.exact_search(X, 3)
+    assert fake.moved == ["IndexFlatL2"]
+    sq = ((X[:, None, :].astype(np.float64) - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(sq, np.inf)
+    assert np.array_equal(np.sort(i, axis=1), np.sort(np.argsort(sq, axis=1, kind="stable")[:, :3], axis=1))
+    devices.configure("cpu")
+    fake.moved.clear()
+    assert knn.use_selfjoin(Xi)
+    knn.flat_index(X)
+    assert fake.moved == []

@@ -101,7 +101,23 @@ def use_selfjoin(X: np.ndarray) -> bool:
     search (the self-join's distances may differ from faiss's in the last bit there)."""
     from .selfjoin import is_integer_valued
 
+    if gpu_search():
+        return False  # a GPU's brute-force search is faster than the CPU join (and is not bit for bit faiss-CPU)
     return X.shape[0] >= SELFJOIN_MIN_POINTS and is_integer_valued(X)
+
+
+def gpu_search() -> bool:
+    """Whether faiss searches on GPUs (a GPU build that sees one, and ``device`` not ``cpu``)."""
+    from .. import devices
+
+    return devices.faiss_device(import_faiss()) != "cpu"
+
+
+def on_device(index: Any) -> Any:
+    """``index`` moved to the GPUs when faiss searches there (:mod:`lgcexp.devices`), else unchanged."""
+    from .. import devices
+
+    return devices.to_faiss_device(import_faiss(), index)[0]
 
 
 def exact_search(X: np.ndarray, k: int, queries: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +131,7 @@ def exact_search(X: np.ndarray, k: int, queries: np.ndarray | None = None) -> tu
     faiss = import_faiss()
     Xf = np.ascontiguousarray(X, dtype=np.float32)
     rows = np.arange(Xf.shape[0]) if queries is None else np.asarray(queries)
-    index = faiss.IndexFlatL2(Xf.shape[1])
+    index = on_device(faiss.IndexFlatL2(Xf.shape[1]))
     index.add(Xf)
     sq, idx = index.search(Xf if queries is None else np.ascontiguousarray(Xf[rows]), k + 1)
     return drop_self(sq, idx, rows)
@@ -131,7 +147,7 @@ def flat_index(X: np.ndarray) -> Any:
     one the scikit-learn estimators query for new points)."""
     faiss = import_faiss()
     Xf = as_float32(X)
-    index = faiss.IndexFlatL2(Xf.shape[1])
+    index = on_device(faiss.IndexFlatL2(Xf.shape[1]))
     index.add(Xf)
     return index
 
