@@ -137,7 +137,7 @@ class GTF(GraphSSLAlgorithm):
         "solver": [Options(("lu", "cg"))],
     }
 
-    def __init__(self, lam: float = 0.01, order: int = 1, rho: float = 0.0025, alpha: float = 1.6, adaptive: bool = True,
+    def __init__(self, lam: float = 0.01, order: int = 1, rho: float = 1.0, alpha: float = 1.6, adaptive: bool = True,
                  tol: float = 1e-3, max_iter: int = 3000, solver: str = "lu"):
         self.lam = lam
         self.order = order
