@@ -652,12 +652,14 @@ class GTFClassifier(_GraphSSLClassifier):
     _algo = "gtf"
     _parameter_constraints = _constraints("gtf")
 
-    def __init__(self, *, lam=0.01, order=0, rho=1.0, tol=1e-4, max_iter=2000, solver="cg",
-                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+    def __init__(self, *, lam=0.01, order=1, rho=1.0, alpha=1.6, adaptive=True, tol=1e-3, max_iter=3000,
+                 solver="lu", graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
                  local_scale=7, cache_dir=None):
         self.lam = lam
         self.order = order
         self.rho = rho
+        self.alpha = alpha
+        self.adaptive = adaptive
         self.tol = tol
         self.max_iter = max_iter
         self.solver = solver
@@ -694,12 +696,15 @@ class LSSCClassifier(_GraphSSLClassifier):
     _parameter_constraints = {**sklearn_constraints(algorithm_class("lssc")._parameter_constraints),
                               **_anchor_constraints()}
 
-    def __init__(self, *, lam=0.1, rho=1.0, tol=1e-6, max_iter=5000,
+    def __init__(self, *, lam=0.1, rho=1.0, tol=1e-6, max_iter=5000, alpha=1.0, adaptive=False, check_every=1,
                  n_anchors=1000, s=3, weights="lae", kmeans_iter=10, lae_iter=100, seed=0, cache_dir=None):
         self.lam = lam
         self.rho = rho
         self.tol = tol
         self.max_iter = max_iter
+        self.alpha = alpha
+        self.adaptive = adaptive
+        self.check_every = check_every
         self.n_anchors = n_anchors
         self.s = s
         self.weights = weights

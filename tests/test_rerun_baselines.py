@@ -161,8 +161,10 @@ def test_rerun_columns_carry_the_papers_names():
 
 # -- GTF ---------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("solver", ["cg", "lu"])
-def test_gtf_admm_reaches_the_brute_force_optimum(solver):
+@pytest.mark.parametrize("solver,alpha,adaptive,order", [("cg", 1.0, False, 0), ("lu", 1.0, False, 0),
+                                                     ("lu", 1.6, True, 0), ("cg", 1.6, True, 0),
+                                                     ("lu", 1.6, True, 1)])
+def test_gtf_admm_reaches_the_brute_force_optimum(solver, alpha, adaptive, order):
     import scipy.sparse as sp
 
     from lgcexp.algorithms.gtf import gtf_admm, incidence
@@ -172,20 +174,45 @@ def test_gtf_admm_reaches_the_brute_force_optimum(solver):
     A = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.4)
     W = np.triu(A, 1)
     W = W + W.T
-    D = incidence(sp.csr_matrix(W))
+    D = incidence(sp.csr_matrix(W), order)
     Dd = D.toarray()
-    assert np.allclose(np.abs(Dd).sum(), 2 * np.triu(W, 1).sum())  # ||D b||_1 = sum_{i<j} w_ij |b_i - b_j|
+    if order == 0:
+        assert np.allclose(np.abs(Dd).sum(), 2 * np.triu(W, 1).sum())  # ||D b||_1 = sum_{i<j} w_ij |b_i - b_j|
+    else:  # the Laplacian of the squared weights, from the dense formula
+        W2 = W ** 2
+        assert np.allclose(Dd, np.diag(W2.sum(1)) - W2)
     lab = np.array([0, 2, 3, 5, 7, 9])
     y = rng.normal(size=(n, 1))
     lam = 0.3
-    B, _ = gtf_admm(D, lab, y, lam, tol=1e-7, max_iter=20000, solver=solver)
+    B, _ = gtf_admm(D, lab, y, lam, rho=5.0 if adaptive else 1.0, tol=1e-7, max_iter=20000, solver=solver,
+                    alpha=alpha, adaptive=adaptive)
     f = lambda b: 0.5 * ((b[lab] - y[lab, 0]) ** 2).sum() + lam * np.abs(Dd @ b).sum()  # noqa: E731
     # the same problem as a smooth one with slack variables t >= |D b|, by SLSQP
     obj = lambda x: 0.5 * ((x[:n][lab] - y[lab, 0]) ** 2).sum() + lam * x[n:].sum()  # noqa: E731
     cons = [{"type": "ineq", "fun": lambda x: x[n:] - Dd @ x[:n]}, {"type": "ineq", "fun": lambda x: x[n:] + Dd @ x[:n]}]
     res = minimize(obj, np.concatenate([np.zeros(n), np.ones(D.shape[0])]), method="SLSQP", constraints=cons,
                    options={"ftol": 1e-14, "maxiter": 2000})
+    assert res.success
     assert f(B[:, 0]) == pytest.approx(res.fun, abs=1e-6)
+
+
+def test_gtf_factor_solves_the_b_step_system():
+    """The once-factored b-step matrix M + rho Delta'Delta solves like a dense solve (MMD ordering, symmetric mode)."""
+    import scipy.sparse as sp
+
+    from lgcexp.algorithms.gtf import _factor, incidence
+
+    rng = np.random.default_rng(3)
+    n = 40
+    A = rng.uniform(size=(n, n)) * (rng.uniform(size=(n, n)) < 0.15)
+    W = np.triu(A, 1)
+    W = W + W.T
+    for order in (0, 1):
+        D = incidence(sp.csr_matrix(W), order)
+        mask = (rng.uniform(size=n) < 0.3).astype(float)
+        M = sp.diags(mask + 1e-10 * 0.7) + 0.7 * (D.T @ D)
+        R = rng.normal(size=(n, 4))
+        assert np.allclose(_factor(M)(R), np.linalg.solve(M.toarray(), R), atol=1e-8)
 
 
 def test_gtf_classifies_and_refuses_an_anchor_graph(blobs):
@@ -204,7 +231,11 @@ def test_gtf_classifies_and_refuses_an_anchor_graph(blobs):
 
 # -- LSSC --------------------------------------------------------------------------------------------------------
 
-def test_lssc_admm_reaches_the_brute_force_optimum():
+@pytest.mark.parametrize("sparse,alpha,adaptive,check_every", [(False, 1.0, False, 1), (True, 1.0, False, 1),
+                                                              (True, 1.7, True, 10)])
+def test_lssc_admm_reaches_the_brute_force_optimum(sparse, alpha, adaptive, check_every):
+    import scipy.sparse as sps
+
     from lgcexp.algorithms.lssc import lssc_admm, reduced_laplacian
 
     rng = np.random.default_rng(2)
@@ -218,7 +249,8 @@ def test_lssc_admm_reaches_the_brute_force_optimum():
     ZL = Z[:l]
     y = rng.normal(size=(l, 1))
     lam = 0.5
-    A, _ = lssc_admm(ZL, y, Lr, lam, tol=1e-10, max_iter=200000)
+    A, _ = lssc_admm(sps.csr_matrix(ZL) if sparse else ZL, y, Lr, lam, rho=0.05 if adaptive else 1.0, tol=1e-10,
+                     max_iter=200000, alpha=alpha, adaptive=adaptive, check_every=check_every)
     f = lambda a: np.abs(ZL @ a - y[:, 0]).sum() + lam * a @ Lr @ a  # noqa: E731
     obj = lambda x: x[m:].sum() + lam * x[:m] @ Lr @ x[:m]  # noqa: E731
     cons = [{"type": "ineq", "fun": lambda x: x[m:] - (ZL @ x[:m] - y[:, 0])},
