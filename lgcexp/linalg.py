@@ -324,3 +324,14 @@ def shifted_solve(
         out[perm] = X
         X = out
     return (X[:, 0] if squeeze else X), it, rel
+
+
+def residual_balance(r: float, s: float, eps_pri: float, eps_dual: float, mu: float = 10.0,
+                     cap: float = 10.0) -> float:
+    """ADMM penalty adaptation by residual balancing (Boyd et al. 2011, §3.4.1): the factor to multiply ρ by
+    (and divide the scaled dual by) when the primal and dual residuals, each relative to its tolerance, are
+    more than ``mu`` apart: the square root of their ratio, clipped to [1/cap, cap]; 1.0 otherwise."""
+    rel_r, rel_s = max(r / eps_pri, 1e-12), max(s / eps_dual, 1e-12)
+    if rel_r > mu * rel_s or rel_s > mu * rel_r:
+        return float(np.clip(np.sqrt(rel_r / rel_s), 1.0 / cap, cap))
+    return 1.0

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..linalg import block_cg
+from ..linalg import block_cg, residual_balance
 from ..params import Boolean, Interval, Options, positive
 from .base import GraphSSLAlgorithm, label_matrix
 
@@ -110,9 +110,8 @@ def gtf_admm(Delta: sp.csr_matrix, labeled: np.ndarray, Y: np.ndarray, lam: floa
         if r <= eps_pri and s <= eps_dual:
             break
         if adaptive and changes < 20:
-            rel_r, rel_s = max(r / eps_pri, 1e-12), max(s / eps_dual, 1e-12)
-            if rel_r > 10.0 * rel_s or rel_s > 10.0 * rel_r:
-                f = float(np.clip(np.sqrt(rel_r / rel_s), 0.1, 10.0))
+            f = residual_balance(r, s, eps_pri, eps_dual)
+            if f != 1.0:
                 rho *= f
                 U /= f
                 changes += 1

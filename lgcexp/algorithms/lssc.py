@@ -25,6 +25,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import UserError
+from ..linalg import residual_balance
 from ..params import Boolean, Interval, positive
 from .base import GraphSSLAlgorithm, one_hot
 
@@ -85,9 +86,8 @@ def lssc_admm(ZL, YL: np.ndarray, Lr: np.ndarray, lam: float, *, rho: float = 1.
         if r <= eps_pri and s <= eps_dual:
             break
         if adaptive and changes < 20:
-            rel_r, rel_s = max(r / eps_pri, 1e-12), max(s / eps_dual, 1e-12)
-            if rel_r > 10.0 * rel_s or rel_s > 10.0 * rel_r:
-                f = float(np.clip(np.sqrt(rel_r / rel_s), 0.1, 10.0))
+            f = residual_balance(r, s, eps_pri, eps_dual)
+            if f != 1.0:
                 rho *= f
                 U /= f
                 changes += 1
