@@ -25,6 +25,16 @@ def shifted_operator(S, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
     return apply
 
 
+def as_columns(B: np.ndarray) -> tuple[np.ndarray, type, bool]:
+    """(B as an (n, c) array in its solve precision, that dtype, whether B was a vector): a float32 B is
+    solved in float32, anything else in float64."""
+    B = np.asarray(B)
+    dt = np.float32 if B.dtype == np.float32 else np.float64
+    B = B.astype(dt, copy=False)
+    squeeze = B.ndim == 1
+    return (B[:, None] if squeeze else B), dt, squeeze
+
+
 def block_cg(
     matvec: Callable[[np.ndarray], np.ndarray],
     B: np.ndarray,
@@ -47,12 +57,7 @@ def block_cg(
     passes, with the true residual ``B - A X`` (one more product), which decides. Returns (X, iterations,
     worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations.
     """
-    B = np.asarray(B)
-    dt = np.float32 if B.dtype == np.float32 else np.float64
-    B = B.astype(dt, copy=False)
-    squeeze = B.ndim == 1
-    if squeeze:
-        B = B[:, None]
+    B, dt, squeeze = as_columns(B)
     if X0 is None:
         X = np.zeros_like(B)
         R = B.copy()
@@ -303,12 +308,7 @@ def shifted_solve(
     """
     import scipy.sparse as sp
 
-    B = np.asarray(B)
-    dt = np.float32 if B.dtype == np.float32 else np.float64
-    B = B.astype(dt, copy=False)
-    squeeze = B.ndim == 1
-    if squeeze:
-        B = B[:, None]
+    B, dt, squeeze = as_columns(B)
     n = B.shape[0]
     perm = None
     if reorder and sp.issparse(S) and n > 1:
@@ -324,6 +324,19 @@ def shifted_solve(
         out[perm] = X
         X = out
     return (X[:, 0] if squeeze else X), it, rel
+
+
+def admm_control(r: float, s: float, eps_pri: float, eps_dual: float, *, adaptive: bool,
+                 changes: int, max_changes: int = 20) -> tuple[bool, float]:
+    """One ADMM stopping test and penalty update (Boyd et al. 2011, §3.3.1 and §3.4.1): (converged, the
+    factor to multiply ρ by). Converged when the primal residual ``r`` and the dual residual ``s`` are
+    within their tolerances; otherwise, with ``adaptive`` and fewer than ``max_changes`` changes so far,
+    :func:`residual_balance`'s factor, else 1.0."""
+    if r <= eps_pri and s <= eps_dual:
+        return True, 1.0
+    if adaptive and changes < max_changes:
+        return False, residual_balance(r, s, eps_pri, eps_dual)
+    return False, 1.0
 
 
 def residual_balance(r: float, s: float, eps_pri: float, eps_dual: float, mu: float = 10.0,

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..linalg import block_cg, residual_balance
+from ..linalg import block_cg, admm_control
 from ..params import Boolean, Interval, Options, positive
 from .base import GraphSSLAlgorithm, label_matrix
 
@@ -107,15 +107,14 @@ def gtf_admm(Delta: sp.csr_matrix, labeled: np.ndarray, Y: np.ndarray, lam: floa
         s = rho * np.linalg.norm(DT @ (Z - Z_old))
         eps_pri = tol * max(np.linalg.norm(DB), np.linalg.norm(Z), 1e-12)
         eps_dual = tol * max(rho * np.linalg.norm(DT @ U), 1e-12)
-        if r <= eps_pri and s <= eps_dual:
+        done, f = admm_control(r, s, eps_pri, eps_dual, adaptive=adaptive, changes=changes)
+        if done:
             break
-        if adaptive and changes < 20:
-            f = residual_balance(r, s, eps_pri, eps_dual)
-            if f != 1.0:
-                rho *= f
-                U /= f
-                changes += 1
-                solve = make_solver(rho)
+        if f != 1.0:  # rescale the scaled dual with the penalty
+            rho *= f
+            U /= f
+            changes += 1
+            solve = make_solver(rho)
     return B, it
 
 

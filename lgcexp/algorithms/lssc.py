@@ -25,7 +25,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import UserError
-from ..linalg import residual_balance
+from ..linalg import admm_control
 from ..params import Boolean, Interval, positive
 from .base import GraphSSLAlgorithm, one_hot
 
@@ -83,15 +83,14 @@ def lssc_admm(ZL, YL: np.ndarray, Lr: np.ndarray, lam: float, *, rho: float = 1.
         s = rho * np.linalg.norm(ZLT @ (E - E_old))
         eps_pri = tol * max(np.linalg.norm(R), np.linalg.norm(E), ynorm)
         eps_dual = tol * max(rho * np.linalg.norm(ZLT @ U), 1e-12)
-        if r <= eps_pri and s <= eps_dual:
+        done, f = admm_control(r, s, eps_pri, eps_dual, adaptive=adaptive, changes=changes)
+        if done:
             break
-        if adaptive and changes < 20:
-            f = residual_balance(r, s, eps_pri, eps_dual)
-            if f != 1.0:
-                rho *= f
-                U /= f
-                changes += 1
-                cho = factor(rho)
+        if f != 1.0:  # rescale the scaled dual with the penalty
+            rho *= f
+            U /= f
+            changes += 1
+            cho = factor(rho)
     return A, it
 
 
