@@ -27,6 +27,20 @@ from .rundir import register_resolver  # noqa: E402
 
 register_resolver()
 
+
+def _register_sweeper() -> None:
+    """lgcexp's sweeper (``hydra/sweeper=lgcexp``, conf/config.yaml) by Hydra's manual plugin registration: an
+    editable install's import hook hides the ``hydra_plugins`` package from Hydra's own plugin scan."""
+    from hydra.core.plugins import Plugins
+
+    plugins = Plugins.instance()  # first: Hydra's scan re-executes its core plugin modules (BasicSweeper)
+    from hydra_plugins.lgcexp_sweeper.sweeper import LgcexpSweeper
+
+    plugins.register(LgcexpSweeper)
+
+
+_register_sweeper()
+
 #: Hydra flags that take a value, and flags that make the pre-flight step aside (help, shell completion,
 #: another config directory)
 _VALUE_FLAGS = {"-c", "--cfg", "-p", "--package", "--experimental-rerun"}

@@ -186,6 +186,47 @@ def test_clipped_weight_stays_at_zero():
     assert np.all(w300[gone] <= w100[gone])
 
 
+def narrowing_problem(seed=0, counts=(101, 100, 99), flip=0.35):
+    """Observed labels in three classes of ``counts`` (the widest, 101, is not a multiple of the kernel's
+    block of 8), a third of them wrong: the LOO matrix clusters the labels by their true class, so Adam
+    drops the wrong ones within the first blocks."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(len(counts)), counts)
+    y_true = y.copy()
+    wrong = rng.random(y.size) < flip
+    y_true[wrong] = (y[wrong] + rng.integers(1, len(counts), wrong.sum())) % len(counts)
+    P = rng.random((y.size, y.size)) * 0.05 + (y_true[:, None] == y_true[None, :]) * rng.random((y.size, y.size))
+    A, _ = loo_matrix((P + P.T) / 2)
+    return A, y
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("loss", ["xent", "mse"])
+def test_narrowed_step_gives_the_same_bits(seed, loss):
+    """Leaving the labels dropped for good out of the XLA step (_CompactLayout) changes no bit of the
+    weights, the dropped ones included (their Adam moments still decay in the full layout), nor the losses;
+    the class width m is not a multiple of the kernel's block (a tail of m mod 8 columns)."""
+    xla = True
+    A, y = narrowing_problem(seed)
+    model = LooModel(A, y, 3, loss=loss)
+    assert model.members.shape[1] == 101
+    full, st_full = optimize_weights(model, steps=400, chunk=50, xla=xla, compact=False)
+    narrow, st = optimize_weights(model, steps=400, chunk=50, xla=xla, compact=True)
+    assert st["widths"] and st["widths"][0][1] < model.members.shape[1]  # it did narrow the step
+    assert np.array_equal(full, narrow) and st["loss_final"] == st_full["loss_final"]
+    assert (full <= 0).sum() >= 10
+    # batched problems (algo=auto's search): each problem's own dropped set
+    A2, _ = loo_matrix(A ** 2 + 1e-3)
+    batched = LooModel(np.stack([A, A2]), y, 3, loss=loss)
+    b_full, sb_full = optimize_weights(batched, steps=300, chunk=50, xla=xla, compact=False)
+    b_narrow, sb = optimize_weights(batched, steps=300, chunk=50, xla=xla, compact=True)
+    assert sb["widths"] and np.array_equal(b_full, b_narrow)
+    assert np.array_equal(sb["losses_final"], sb_full["losses_final"])
+    # graph mode (xla=False) sums in another grouping: it is never narrowed
+    _, st_graph = optimize_weights(model, steps=100, chunk=50, xla=False, compact=True)
+    assert st_graph["widths"] == []
+
+
 _REUSE_SCRIPT = """
 import sys, numpy as np
 sys.path.insert(0, {tests!r})

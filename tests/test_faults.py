@@ -215,11 +215,11 @@ def clean_sweep(tmp_path_factory):
 @pytest.mark.parametrize("launcher", ["basic", "parallel"])
 def test_sweep_counts_done_skipped_failed_and_exits_1(tmp_path, launcher):
     extra = () if launcher == "basic" else ("hydra/launcher=parallel",)
-    # noise.rate=0 and 0.0 are one run (item 7: one done, one skipped); labels.n=5 is refused (UserError),
-    # and its 0 / 0.0 twin finds error.json but no result.json, so it reruns and fails again
+    # noise.rate=0 and 0.0 are one run (item 7: the sweeper launches it once); labels.n=5 is refused
+    # (UserError) in the job: error.json, and the sweep goes on
     p = sweep(tmp_path, *extra, "noise.rate=0,0.0", "seed=0,1", "labels.n=100,5")
     assert p.returncode == 1, p.stderr
-    assert counts(p.stdout) == (2, 2, 4)
+    assert counts(p.stdout) == (2, 0, 2)
     assert len(list((tmp_path / "out").rglob("error.json"))) == 2
     # a clean rerun of the good part: its jobs skip, exit 0; no ledger is left behind
     ok = sweep(tmp_path, *extra, "noise.rate=0.0", "seed=0,1")

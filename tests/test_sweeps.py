@@ -22,8 +22,10 @@ def test_sweep_resumes_dedupes_and_records_failures(tmp_path):
     p = sweep(tmp_path, "algo=lgc,gfhf", "loss=mse,xent", "seed=0,1")
     assert p.returncode == 0, p.stderr
     results = sorted((tmp_path / "out" / "multirun").rglob("result.json"))
-    # LGC and GFHF take no loss: 2 algos x 2 seeds distinct runs, the loss duplicates are skipped
-    assert len(results) == 4 and p.stdout.count("skipped, already done") == 4
+    # LGC and GFHF take no loss: 2 algos x 2 seeds distinct runs; the sweeper leaves the loss duplicates out
+    assert len(results) == 4 and p.stdout.count("accuracy:") == 4
+    assert "lgcexp: sweep finished: 4 done, 0 skipped, 0 failed" in p.stdout
+    assert "4 of 8 jobs are duplicates (a key their method ignores: loss)" in p.stdout + p.stderr
     mtimes = {r: r.stat().st_mtime_ns for r in results}
     # a rerun touches nothing; a bigger sweep only runs the missing seed
     p2 = sweep(tmp_path, "algo=lgc,gfhf", "seed=0,1,2")

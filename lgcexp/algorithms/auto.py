@@ -220,5 +220,7 @@ class Auto(GraphSSLAlgorithm):
             "opt_seconds": round(ost["seconds"], 4),
             "opt_steps": int(self.steps),
             "opt_first_block_seconds": round(ost["first_block_seconds"], 4),
+            "opt_narrowed": [list(w) for w in ost.get("widths", [])],
+            "search_narrowed": [list(w) for w in sst.get("widths", [])],
             "lgc_iterations": int(lgc_it),
         })

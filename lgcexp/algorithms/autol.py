@@ -436,7 +436,7 @@ _COMPILED: dict[tuple, tuple[Any, Any]] = {}
 _COMPILED_MAX = 32
 
 
-def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool) -> tuple[Any, Any]:
+def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool = False) -> tuple[Any, Any]:
     """(block, loss) ``tf.function``s for models of ``spec`` (:meth:`LooModel.spec`) and array ``shapes``,
     built once per process and reused by every later fit with the same key.
 
@@ -447,17 +447,30 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool) -> tuple[Any,
     variable argument of another shape (it would run the old trace's static shapes). The operations are
     those of one fit's own function, so the numbers are identical (tests/test_autol.py checks the weights
     against the same fit in a fresh process). At most ``_COMPILED_MAX`` entries are kept (oldest dropped).
+    ``compact``: the step of a :class:`_CompactLayout` (tensors ``(A3 of the live labels, B, log(B + eps),
+    row weights, index)``), whose gradient with respect to the full W is zero at every dropped weight.
     """
-    key = (spec, xla, shapes)
+    key = (spec, xla, shapes, compact)
     if key in _COMPILED:
         return _COMPILED[key]
     dt = tf.as_dtype(spec[3])
 
+    def objective(W, tensors):
+        if not compact:
+            return tf.reduce_sum(_losses(tf, spec, W, tensors))
+        # the live weights only: W with one zero slot appended per row, gathered by the compact index
+        # (padding points at the zero slot); A3 holds the live labels' columns (lgcexp.algorithms.autol,
+        # _CompactLayout)
+        idx = tensors[4]
+        W0 = tf.concat([W, tf.zeros_like(W[..., :1])], axis=-1)
+        Wc = tf.gather(W0, idx, batch_dims=len(idx.shape) - 1)
+        return tf.reduce_sum(_losses(tf, spec, Wc, tensors[:4]))
+
     def step(W, m, v, t, tensors, hyper):
         lr_c, b1, b2, eps = hyper
         with tf.GradientTape() as tape:
-            L = tf.reduce_sum(_losses(tf, spec, W, tensors))
-        g = tape.gradient(L, W)
+            L = objective(W, tensors)
+        g = tf.convert_to_tensor(tape.gradient(L, W))
         t.assign_add(tf.constant(1.0, dt))
         tf.raw_ops.ResourceApplyAdam(
             var=W.handle, m=m.handle, v=v.handle, beta1_power=tf.pow(b1, t), beta2_power=tf.pow(b2, t),
@@ -474,12 +487,64 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool) -> tuple[Any,
 
     @tf.function(jit_compile=xla)
     def loss_fn(W, tensors):
-        return tf.reduce_sum(_losses(tf, spec, W, tensors))
+        return objective(W, tensors)
 
     while len(_COMPILED) >= _COMPILED_MAX:
         _COMPILED.pop(next(iter(_COMPILED)))
     _COMPILED[key] = (run_block, loss_fn)
     return _COMPILED[key]
+
+
+#: the compiled logits sum a class's label columns in blocks of this many, in order, then the last
+#: ``m mod _COMPACT_BLOCK`` columns as a group (measured: XLA's CPU matrix-vector kernel)
+_COMPACT_BLOCK = 8
+#: narrow when the live width falls to at most this fraction of the width in use
+_COMPACT_GAIN = 0.8
+
+
+class _CompactLayout:
+    """The labels still in play, for a step that reads only their columns of ``A3``.
+
+    A weight is *dropped for good* when ``omega < 0`` and Adam's first moment ``m >= 0``: its forward value
+    ``max(omega, 0)`` is 0, so its gradient is exactly 0 (TensorFlow's ``maximum`` passes no gradient to an
+    argument below the other), ``m`` then only decays (``m += (0 - m)(1 - beta1)`` keeps its sign) and every
+    later Adam step moves omega down or not at all. Its column of ``A3`` adds exact zeros to the logits.
+    Leaving it out changes no bit when the remaining terms are summed in the same order and grouping: the
+    compiled kernel sums a row's columns in blocks of :data:`_COMPACT_BLOCK`, in order, and the last
+    ``m mod _COMPACT_BLOCK`` columns as a group, so the live columns of the first ``m - r`` keep their order
+    (zero-padded to a whole block) and the last ``r`` columns stay as they are, at the end
+    (tests/test_autol.py compares the weights, dropped ones included, with the full step's).
+    The weights, Adam's moments and the update stay in the full layout; the step gathers the live weights
+    (``index``; padding points at an appended zero slot) and its gradient is scattered back, zero elsewhere.
+    """
+
+    def __init__(self, model: "LooModel", A3_full: np.ndarray, W: np.ndarray, m: np.ndarray, width: int):
+        self.index = None
+        B = _COMPACT_BLOCK
+        full = W.shape[-1]
+        tail = full % B
+        head = full - tail
+        dead = (W < 0) & (m >= 0)
+        pad = ~np.broadcast_to(model.pad_mask, W.shape)
+        live = ~(dead | pad)[..., :head]
+        n_live = int(live.sum(axis=-1).max(initial=0))
+        head_width = -(-n_live // B) * B
+        if head_width + tail == 0:
+            head_width = B
+        new_width = head_width + tail
+        if new_width > _COMPACT_GAIN * width:
+            return
+        order = np.argsort(~live, axis=-1, kind="stable")[..., :head_width]  # live columns first, in order
+        taken = np.take_along_axis(live, order, axis=-1)
+        lead = W.shape[:-1]
+        index = np.concatenate([np.where(taken, order, full),  # the zero slot
+                                np.broadcast_to(np.arange(head, full), lead + (tail,))], axis=-1)
+        used = np.concatenate([taken, np.ones(lead + (tail,), dtype=bool)], axis=-1)
+        A3c = np.take_along_axis(A3_full, np.where(used, index, 0)[..., None], axis=-2)
+        A3c[~used] = 0.0
+        self.index = index.astype(np.int32)
+        self.A3 = np.ascontiguousarray(A3c)
+        self.width = new_width
 
 
 def optimize_weights(
@@ -494,6 +559,7 @@ def optimize_weights(
     xla: bool = True,
     chunk: int = 500,
     progress: bool = False,
+    compact: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Full-batch Adam on the label weights; returns (omega, stats).
 
@@ -502,8 +568,13 @@ def optimize_weights(
     gradient under a ``GradientTape``, then TensorFlow's fused Adam update (``ResourceApplyAdam``:
     ``lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t)``, ``m += (g - m)(1 - beta1)``,
     ``v += (g^2 - v)(1 - beta2)``, ``w -= lr_t m / (sqrt(v) + epsilon)``, i.e. Keras' Adam).
+    With ``compact`` (``form='fast'`` and ``xla``; env ``LGCEXP_AUTOL_NARROW=0`` turns it off), after each
+    block the step is narrowed to the labels still in play when that saves at least a fifth of its width
+    (:class:`_CompactLayout`: the same bits; most dropped labels drop in the first few hundred steps, so
+    later steps read a fraction of ``A3``).
     stats: ``loss_initial``, ``loss_final``, ``seconds`` (the loop, compilation included),
-    ``first_block_seconds`` (the first block: tracing, compilation and its steps), ``steps``.
+    ``first_block_seconds`` (the first block: tracing, compilation and its steps), ``steps``,
+    ``widths`` ((step, width) of each narrowing).
     """
     tf = model.tf
     dt = model.dtype
@@ -517,8 +588,27 @@ def optimize_weights(
     shapes = tuple(tuple(x.shape) for x in (W,) + tensors)
     block_fn, loss_fn = _compiled_functions(tf, model.spec(), shapes, bool(xla))
 
+    # the block structure _CompactLayout relies on is that of XLA's kernel (graph mode sums differently)
+    compact = (bool(compact) and bool(xla) and model.form == "fast"
+               and os.environ.get("LGCEXP_AUTOL_NARROW", "1").strip() not in ("0", "false", "no", "off"))
+    A3_full = model.A3.numpy() if compact else None
+    width = int(W.shape[-1])
+    widths: list[tuple[int, int]] = []
+    step_fn, step_tensors = block_fn, tensors
+
     def run_block(k):
-        return block_fn(k, W, m, v, t, tensors, hyper)
+        return step_fn(k, W, m, v, t, step_tensors, hyper)
+
+    def narrow() -> None:
+        nonlocal step_fn, step_tensors, width
+        layout = _CompactLayout(model, A3_full, W.numpy(), m.numpy(), width)
+        if layout.index is None:
+            return
+        step_tensors = (tf.constant(layout.A3), *tensors[1:], tf.constant(layout.index))
+        c_shapes = tuple(tuple(x.shape) for x in (W,) + step_tensors)
+        step_fn, _ = _compiled_functions(tf, model.spec(), c_shapes, bool(xla), compact=True)
+        width = layout.width
+        widths.append((done, width))
 
     t0 = time.perf_counter()
     loss_initial = float(loss_fn(W, tensors))
@@ -536,6 +626,8 @@ def optimize_weights(
             if done == 0:
                 compile_s = time.perf_counter() - tc
             done += k
+            if compact and done < steps:
+                narrow()
             if bar is not None:
                 bar.update(k)
     finally:
@@ -544,7 +636,7 @@ def optimize_weights(
     loss_final = float(loss_fn(W, tensors))
     omega = model.unpack(W.numpy())
     stats = {"loss_initial": loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
-             "first_block_seconds": compile_s, "steps": int(steps)}
+             "first_block_seconds": compile_s, "steps": int(steps), "widths": widths}
     if model.batch is not None:  # the K problems' own losses (K,)
         stats["losses_initial"] = model.losses(tf.constant(model.pack(omega0).astype(dt.as_numpy_dtype))).numpy()
         stats["losses_final"] = model.losses(W).numpy()
@@ -791,6 +883,7 @@ class AutoL(GraphSSLAlgorithm):
             "opt_seconds": round(ost["seconds"], 4),
             "opt_first_block_seconds": round(ost["first_block_seconds"], 4),
             "opt_steps": int(self.steps),
+            "opt_narrowed": [list(w) for w in ost["widths"]],  # (step, width) of each narrowing of the step
             "lgc_iterations": int(lgc_it),
         })
 

@@ -53,7 +53,15 @@ class Dataset:
         return int(self.X.shape[0])
 
     def fingerprint(self) -> str:
-        """sha256 hex of the name, shapes, dtypes and raw bytes of X and y."""
+        """sha256 hex of the name, shapes, dtypes and raw bytes of X and y (computed once per object: a
+        Dataset's arrays are not changed after loading)."""
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            fp = self._compute_fingerprint()
+            object.__setattr__(self, "_fingerprint", fp)
+        return fp
+
+    def _compute_fingerprint(self) -> str:
         h = hashlib.sha256()
         h.update(f"{self.name}|{self.X.shape}|{self.X.dtype.str}|{self.y.shape}|{self.y.dtype.str}|".encode())
         for a in (self.X, self.y):

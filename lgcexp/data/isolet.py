@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lgcexp import memo
 from lgcexp.errors import UserError
 
 from . import lzw
@@ -48,8 +49,13 @@ def load(data_dir: Path, download: bool) -> Dataset:
                             f"{N_FEATURES}), y uint8, part uint8), or enable download to fetch it from "
                             f"{base_urls(URL_ENV, BASE_URLS)[0]}{ZIP_NAME}")
         build(data_dir)
-    X, y, _part = read(path)
-    return make_dataset("isolet", X, y, source=str(path))
+
+    def make() -> Dataset:
+        X, y, _part = read(path)
+        return make_dataset("isolet", X, y, source=str(path))
+
+    # a sweep worker reads the file once (lgcexp.memo: read again when the file changes)
+    return memo.memoised("dataset", "isolet", path, make)[0]
 
 
 def read(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lgcexp import memo
 from lgcexp.errors import UserError
 
 from .source import DataSource
@@ -52,8 +53,13 @@ def load(data_dir: Path, download: bool) -> Dataset:
             raise UserError(f"{FILENAME} not found: put it at {path} (arrays X uint8 ({sum(CLASS_COUNTS)}, "
                             f"{N_FEATURES}), y uint8), or enable download to fetch it from {base_urls(URL_ENV, BASE_URLS)[0]}")
         build(data_dir)
-    X, y = read(path)
-    return make_dataset("mnist", X.astype(np.float32), y, source=str(path))
+
+    def make() -> Dataset:
+        X, y = read(path)
+        return make_dataset("mnist", X.astype(np.float32), y, source=str(path))
+
+    # a sweep worker reads the file once (lgcexp.memo: read again when the file changes)
+    return memo.memoised("dataset", "mnist", path, make)[0]
 
 
 def read(path: Path) -> tuple[np.ndarray, np.ndarray]:
