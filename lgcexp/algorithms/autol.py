@@ -40,7 +40,11 @@ observed class in a padded layout: ``A3[k, j, i] = A[i, member_j(k)]`` (shape c 
 size, zero padding) and the weights live in the same c x m layout, so the logits are one batched
 matrix-vector product, ``Z^T[k] = A3[k]^T w[k]``, and the gradient another one: a step costs O(l m c) ~
 O(l^2) instead of O(l^2 c) (``A @ (omega * B)``) or O(l^3) (``A @ diag(omega) @ B``, the literal form).
-Padding slots have zero columns, hence zero gradients, and never move.
+Padding slots have zero columns, hence zero gradients, and never move. A label dropped for good
+(``omega < 0`` with Adam's first moment ``>= 0``: it can never come back) adds exact zeros to every logit, so
+after each block the compiled step is narrowed to the labels still in play (:class:`_CompactLayout`,
+keeping the kernel's summation order: the same bits). On ISOLET at 20-60 % noise 35-80 % of the labels are
+dropped within the first 500 steps, and the remaining steps read that much less of ``A3``.
 
 Precision. ``dtype='float32'`` (default) for the linear solve and the optimisation: it is what the authors
 used, the optimisation is memory-bound (A is l^2 numbers read twice per step) so float32 halves its time,
