@@ -482,14 +482,17 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool
         )
         return L
 
-    @tf.function(jit_compile=xla)
+    # autograph=False: the loop is an explicit while_loop, so tracing never reads this file's source (a
+    # sweep worker that traces a new shape after the file was edited would otherwise convert the new text)
+    @tf.function(jit_compile=xla, autograph=False)
     def run_block(k, W, m, v, t, tensors, hyper):
-        L = tf.constant(0.0, dt)
-        for _ in tf.range(k):
-            L = step(W, m, v, t, tensors, hyper)
+        def body(i, L):
+            return i + 1, step(W, m, v, t, tensors, hyper)
+
+        _, L = tf.while_loop(lambda i, L: i < k, body, (tf.constant(0, k.dtype), tf.constant(0.0, dt)))
         return L
 
-    @tf.function(jit_compile=xla)
+    @tf.function(jit_compile=xla, autograph=False)
     def loss_fn(W, tensors):
         return objective(W, tensors)
 
