@@ -175,6 +175,18 @@ def _job_overrides(parsed: list) -> list[list[str]]:
     return jobs
 
 
+def _config_is_multirun(parsed: list) -> bool:
+    """Does the config itself ask for a sweep (``hydra.mode: MULTIRUN``, as the experiment configs do)?"""
+    from hydra import compose
+
+    try:
+        cfg = compose(config_name="config", overrides=[o.input_line for o in parsed if not o.is_sweep_override()],
+                      return_hydra_config=True)
+        return str(cfg.hydra.mode) == str(RunMode.MULTIRUN)
+    except Exception:  # a bad override: the composition below reports it
+        return False
+
+
 def preflight(argv: list[str]) -> None:
     """Compose and check the config of every job on the command line; raise UserError on the first bad one."""
     from hydra import initialize_config_dir
@@ -196,11 +208,11 @@ def preflight(argv: list[str]) -> None:
     # Hydra's own settings (hydra.*, hydra/launcher=...) are Hydra's business, except the search path,
     # which may add config groups (plug-ins)
     parsed = [o for o in parsed if not o.key_or_group.startswith("hydra") or o.key_or_group == "hydra.searchpath"]
-    if not multirun and any(o.is_sweep_override() for o in parsed):
-        bad = next(o for o in parsed if o.is_sweep_override())
-        raise UserError(f"{bad.input_line} is not allowed: a list of values is a sweep; add -m (multirun)")
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=_conf_dir(), version_base="1.3"):
+        if not multirun and any(o.is_sweep_override() for o in parsed) and not _config_is_multirun(parsed):
+            bad = next(o for o in parsed if o.is_sweep_override())
+            raise UserError(f"{bad.input_line} is not allowed: a list of values is a sweep; add -m (multirun)")
         checked_paths = False
         for job in _job_overrides(parsed):
             try:

@@ -11,9 +11,11 @@ Every figure is quoted as a ratio against a baseline measured in the same run:
           (lgcexp.graph.selfjoin, the default for integer-valued data), checked identical bit for bit; and
           the cold ``LGCClassifier().fit`` (which searches by the self-join) against
           ``LabelSpreading(kernel="knn")``, as in the sklearn section, all in one run.
-- autol / autod / siis / speed / gpu: sections from ``scripts/bench_<name>.py`` (each exposes ``run(quick) -> dict``);
-          speed: start-up and imports, the reused compiled AutoL step, the LGC solve with/without RCM and
-          with each stopping rule; gpu: GPU vs CPU when there is a GPU, "no GPU" otherwise.
+- autol / autod / siis / speed / tables / gpu: sections from ``scripts/bench_<name>.py`` (each exposes
+          ``run(quick) -> dict``); speed: start-up and imports, the reused compiled AutoL step, the LGC solve
+          with/without RCM and with each stopping rule; tables: the Table 1/2 sweeps on a few seeds against
+          the same sweeps with the sweep-level speed-ups off (same numbers checked); gpu: GPU vs CPU when
+          there is a GPU, "no GPU" otherwise.
 
     python scripts/bench.py                 # all sections
     python scripts/bench.py --only graph    # one section
@@ -38,7 +40,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis", "speed", "gpu")  # gpu: "no GPU" without one
+SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis", "speed", "tables", "gpu")  # gpu: "no GPU" without one
 
 
 def timed(fn, *args, **kw):

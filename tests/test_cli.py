@@ -81,3 +81,17 @@ def test_an_lgc_run_and_every_config_plan_import_no_tensorflow(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "accuracy" in r.stdout                                          # the run happened
     assert r.stdout.strip().splitlines()[-1] == "HEAVY:", r.stdout.strip().splitlines()[-1]
+
+
+def test_an_experiment_is_a_sweep_without_m(tmp_path, monkeypatch):
+    """``lgcexp experiment=table_isolet seed='range(3)'`` (the experiment sets hydra.mode: MULTIRUN, the
+    quick look its comment and ``make reproduce-tables-quick`` use) passes the pre-flight; a list of values
+    without -m and without such a config is still refused."""
+    from lgcexp.cli import preflight
+    from lgcexp.errors import UserError
+
+    monkeypatch.setenv("LGCEXP_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("LGCEXP_OUTPUT_DIR", str(tmp_path))
+    preflight(["experiment=table_isolet", "seed=range(3)"])
+    with pytest.raises(UserError, match=r"seed=range\(3\) is not allowed: a list of values is a sweep; add -m"):
+        preflight(["dataset=isolet", "seed=range(3)"])

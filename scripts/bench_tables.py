@@ -1,0 +1,96 @@
+#!/usr/bin/env python
+"""Speed of the table sweeps (issue #15): the paper's Table 1 / Table 2 sweeps on a few seeds, today's code
+against the same code with this issue's three sweep-level speed-ups turned off, in one run. Not a test.
+
+The three switches (each one a supported setting, so the baseline is today's numbers by other means):
+
+- ``hydra/sweeper=basic``: Hydra's own sweeper (composes every job's config before the launch and launches
+  the duplicate ``loss=`` jobs of methods without a loss, which then skip) instead of lgcexp's;
+- ``LGCEXP_MEMO=0``: every job reads the data file and the cached graph again (lgcexp/memo.py);
+- ``LGCEXP_AUTOL_NARROW=0``: the AutoL step keeps reading the columns of dropped labels
+  (lgcexp.algorithms.autol._CompactLayout).
+
+Order: one warm-up sweep fills the cache (graph, eigenpairs, P_LL of these seeds), then the baseline and
+today's sweep run into fresh output directories; both must give the same numbers (checked: every run's
+accuracies, dropped labels and final loss). Wall seconds of the whole ``lgcexp experiment=...`` command.
+
+    python scripts/bench_tables.py [--quick]      # writes results/bench/tables.json and tables.md
+    python scripts/bench.py --only tables         # the same as a section of bench.json
+
+``--quick``: ISOLET only, 2 seeds; otherwise ISOLET and MNIST, 4 seeds each. The full tables (20 seeds)
+take ``make reproduce-tables``; their wall times are in results/tables/PROVENANCE.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIELDS = ("acc_unlabeled", "acc_labeled", "n_dropped", "loss_final", "alpha")
+
+
+def _sweep(experiment: str, seeds: int, results: Path, baseline: bool) -> float:
+    env = {**os.environ, "LGCEXP_RESULTS_DIR": str(results), "OPENBLAS_NUM_THREADS": "1",
+           "TF_CPP_MIN_LOG_LEVEL": "2"}
+    cmd = ["lgcexp", f"experiment={experiment}", f"seed=range({seeds})"]
+    if baseline:
+        env.update(LGCEXP_MEMO="0", LGCEXP_AUTOL_NARROW="0")
+        cmd.append("hydra/sweeper=basic")
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    return time.perf_counter() - t0
+
+
+def _numbers(results: Path) -> dict:
+    out = {}
+    for f in (results / "runs").rglob("result.json"):
+        r = json.loads(f.read_text())
+        out[(r["algo"], r.get("loss"), r["noise_rate"], r["seed"])] = tuple(r.get(k) for k in FIELDS)
+    return out
+
+
+def run(quick: bool) -> dict:
+    seeds = 2 if quick else 4
+    experiments = ["table_isolet"] if quick else ["table_isolet", "table_mnist"]
+    figures: dict = {"seeds": seeds, "jobs": int(os.environ.get("LGCEXP_JOBS", "2")),
+                     "load_before": round(os.getloadavg()[0], 2)}
+    with tempfile.TemporaryDirectory(prefix="lgcexp-bench-tables-") as tmp:
+        for exp in experiments:
+            name = exp.replace("table_", "")
+            _sweep(exp, seeds, Path(tmp) / f"{name}-warm", baseline=False)  # fills the cache
+            t_base = _sweep(exp, seeds, Path(tmp) / f"{name}-base", baseline=True)
+            t_new = _sweep(exp, seeds, Path(tmp) / f"{name}-new", baseline=False)
+            base, new = _numbers(Path(tmp) / f"{name}-base"), _numbers(Path(tmp) / f"{name}-new")
+            figures[f"{name}_runs"] = len(new)
+            figures[f"{name}_baseline_s"] = round(t_base, 1)
+            figures[f"{name}_today_s"] = round(t_new, 1)
+            figures[f"{name}_speedup"] = round(t_base / t_new, 2)
+            figures[f"{name}_same_numbers"] = bool(base == new and len(new) > 0)
+    figures["load_after"] = round(os.getloadavg()[0], 2)
+    return figures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
+    a = ap.parse_args()
+    figs = run(a.quick)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tables.json").write_text(json.dumps(figs, indent=2))
+    lines = ["# table sweeps: today vs the sweep-level speed-ups off", "", "| figure | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in figs.items()]
+    (out / "tables.md").write_text("\n".join(lines) + "\n")
+    print(json.dumps(figs, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
