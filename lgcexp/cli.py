@@ -46,8 +46,9 @@ _register_sweeper()
 _VALUE_FLAGS = {"-c", "--cfg", "-p", "--package", "--experimental-rerun"}
 _PASS_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-sc", "--shell-completion", "-i", "--info",
                "-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir", "--experimental-rerun"}
-#: sweeps larger than this are checked value by value instead of job by job
-_MAX_PREFLIGHT_JOBS = 2000
+#: sweeps larger than this are checked value by value instead of job by job (lgcexp's sweeper then checks
+#: every config group with the first and last values of the other keys: hydra_plugins/lgcexp_sweeper)
+_MAX_PREFLIGHT_JOBS = 64
 
 
 def _conf_dir() -> str:

@@ -14,15 +14,14 @@ Order: one warm-up sweep fills the cache (graph, eigenpairs, P_LL of these seeds
 today's sweep run into fresh output directories; both must give the same numbers (checked: every run's
 accuracies, dropped labels and final loss). Wall seconds of the whole ``lgcexp experiment=...`` command.
 
-    python scripts/bench_tables.py [--quick]      # writes results/bench/tables.json and tables.md
-    python scripts/bench.py --only tables         # the same as a section of bench.json
+    python scripts/bench.py --only tables [--quick]     # section "tables" of results/bench/bench.{json,md}
+    python scripts/bench_tables.py [--quick]            # the same
 
 ``--quick``: ISOLET only, 2 seeds; otherwise ISOLET and MNIST, 4 seeds each. The full tables (20 seeds)
 take ``make reproduce-tables``; their wall times are in results/tables/PROVENANCE.md.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -76,21 +75,6 @@ def run(quick: bool) -> dict:
     return figures
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
-    a = ap.parse_args()
-    figs = run(a.quick)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "tables.json").write_text(json.dumps(figs, indent=2))
-    lines = ["# table sweeps: today vs the sweep-level speed-ups off", "", "| figure | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in figs.items()]
-    (out / "tables.md").write_text("\n".join(lines) + "\n")
-    print(json.dumps(figs, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the report goes through scripts/bench.py (section "tables")
+    sys.exit(subprocess.call([sys.executable, str(Path(__file__).with_name("bench.py")), "--only", "tables",
+                              *sys.argv[1:]]))
