@@ -23,6 +23,17 @@ import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPARED = ("acc_unlabeled", "acc_labeled", "acc_labeled_lgc", "n_flipped", "n_dropped")
+#: the settings beyond dataset/algo/loss/noise/seed of the methods rerun by their own commands (the commands
+#: in results/tables/PROVENANCE.md), by (dataset, method as in runs.csv)
+EXTRA_OVERRIDES = {
+    ("isolet", "GFHF + CMN"): ["algo.params.cmn=true"],
+    ("mnist", "GFHF + CMN"): ["algo.params.cmn=true"],
+    ("isolet", "LSSC"): ["graph=anchor", "algo.params.lam=1.0", "algo.params.tol=1e-4", "algo.params.alpha=1.6",
+                         "algo.params.adaptive=true", "algo.params.check_every=10", "algo.params.max_iter=30000"],
+    ("mnist", "LSSC"): ["graph=anchor"],
+    ("mnist", "LGC* (anchor graph)"): ["graph=anchor", "algo.params.alpha=0.99"],
+    ("mnist", "Eigenfunction*"): ["graph=eigenfunction"],
+}
 
 
 def rerun(row: pd.Series, cache_dir: str, data_dir: str | None) -> dict:
@@ -36,11 +47,16 @@ def rerun(row: pd.Series, cache_dir: str, data_dir: str | None) -> dict:
         overrides.append(f"loss={row.loss}")
     if isinstance(row.get("noise"), str) and row["noise"] != "uniform":
         overrides.append(f"noise={row['noise']}")
+    overrides += EXTRA_OVERRIDES.get((row.dataset, row.method), [])
     if data_dir:
         overrides.append(f"paths.data_dir={data_dir}")
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
-    return run(cfg)
+    r = run(cfg)
+    # the record's config hash: equal when the rerun is the recorded config (rows older than a config key that
+    # was added since differ here although their numbers are the same)
+    r["same_config"] = r.get("config_hash") == row.get("config_hash")
+    return r
 
 
 def same(a, b) -> bool:
@@ -81,7 +97,8 @@ def main() -> int:
             lines.append(f"| {row.dataset} | {row.method} | {row.noise_rate:g} | {int(row.seed)} | {f} | {row[f]} | "
                          f"{r.get(f)} | {'yes' if ok else '**no**'} |")
         print(f"{row.dataset} {row.method} noise={row.noise_rate:g} seed={int(row.seed)}: "
-              f"acc_unlabeled {row.acc_unlabeled} vs {r['acc_unlabeled']}", flush=True)
+              f"acc_unlabeled {row.acc_unlabeled} vs {r['acc_unlabeled']}"
+              f"{'' if r['same_config'] else ' (config hash differs from the record)'}", flush=True)
     summary = (f"{len(runs)} runs rerun in {time.perf_counter() - t0:.0f} s; "
                f"{'all numbers equal' if not bad else f'{bad} numbers differ'}")
     print(summary)
