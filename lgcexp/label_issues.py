@@ -28,10 +28,12 @@ Python entry point without Hydra: :func:`find_label_issues`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: config checks (lgcexp.config) need none of it
+    import pandas as pd
 
 from .params import Boolean, Configurable, Interval, Options
 
@@ -495,6 +497,8 @@ def issues_frame(index: np.ndarray, given: np.ndarray, suggested: np.ndarray, qu
     }
     if flipped is not None:
         cols["is_flipped"] = np.asarray(flipped)
+    import pandas as pd
+
     df = pd.DataFrame(cols)
     order = np.lexsort((np.asarray(index), cols["label_quality"], ~cols["is_label_issue"]))
     return df.iloc[order].reset_index(drop=True)

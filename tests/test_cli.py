@@ -95,3 +95,23 @@ def test_an_experiment_is_a_sweep_without_m(tmp_path, monkeypatch):
     preflight(["experiment=table_isolet", "seed=range(3)"])
     with pytest.raises(UserError, match=r"seed=range\(3\) is not allowed: a list of values is a sweep; add -m"):
         preflight(["dataset=isolet", "seed=range(3)"])
+
+
+_PLAN_PROBE = """
+import sys
+from hydra import compose, initialize_config_dir
+import lgcexp.cli
+from lgcexp.config import plan
+for algo in ("lgc", "autoL", "auto", "siis", "gfhf"):
+    with initialize_config_dir(config_dir=lgcexp.cli._conf_dir(), version_base="1.3"):
+        plan(compose(config_name="config", overrides=["dataset=isolet", "algo=" + algo]))
+print("HEAVY:" + " ".join(m for m in ("pandas", "tensorflow", "sklearn") if m in sys.modules))
+"""
+
+
+def test_the_preflight_plan_imports_no_pandas():
+    """The pre-flight (a plan per job, in the launching process) needs no table library: lgcexp.label_issues
+    imports pandas where it makes a table."""
+    r = subprocess.run([sys.executable, "-c", _PLAN_PROBE], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "HEAVY:", r.stdout.strip().splitlines()[-1]
