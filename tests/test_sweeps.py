@@ -87,3 +87,13 @@ def test_aggregate_population_sd_and_paper_comparison(tmp_path):
 def test_method_names():
     assert method_name("autoL", "mse") == "LGC_LVO_AutoL (MSE)"
     assert method_name("lgc", None) == "LGC" and method_name("lgc", np.nan) == "LGC"
+
+
+def test_sweeper_keeps_jobs_that_write_elsewhere(tmp_path):
+    """A key outside the run's config that moves its output directory (paths.output_dir) is not a
+    duplicate: each value runs, the loss duplicates of LGC are still left out."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    p = sweep(tmp_path, "algo=lgc", "loss=mse,xent", f"paths.output_dir={a},{b}")
+    assert p.returncode == 0, p.stderr
+    assert "lgcexp: sweep finished: 2 done, 0 skipped, 0 failed" in p.stdout
+    assert len(list(a.rglob("result.json"))) == 1 and len(list(b.rglob("result.json"))) == 1

@@ -13,10 +13,10 @@ jobs of Table 1), then each worker composes its job again. This subclass changes
   job starts.
 - **duplicates**: a swept key that a group's runs ignore (``loss`` for ``algo=lgc``: the effective config,
   hence the run directory, is the same for every value; :func:`lgcexp.rundir.effective_config`) would give
-  jobs that share one directory and are skipped one after the other in the workers. Such jobs are left out
-  before the launch (the first of each set runs): a key counts as ignored by a group only when every one of
-  its values composes to the same effective config, checked with the other swept keys at their first and at
-  their last values.
+  jobs that share one output directory and are skipped one after the other in the workers. Such jobs are
+  left out before the launch (the first of each set runs): a key counts as ignored by a group only when
+  every one of its values composes to the same output directory (``hydra.sweep.dir``/``subdir``), checked
+  with the other swept keys at their first and at their last values.
 """
 from __future__ import annotations
 
@@ -54,8 +54,9 @@ class LgcexpSweeper(BasicSweeper):
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _compose(self, overrides: list[str]) -> dict[str, Any]:
-        """The job config of ``overrides`` as a container, checked by lgcexp; a bad value stops the sweep with
-        one line and exit code 2 (as the pre-flight of lgcexp.cli does for the command line)."""
+        """``{"config": the job config of overrides as a container, "where": its output directory}``, checked by
+        lgcexp; a bad value stops the sweep with one line and exit code 2 (as the pre-flight of lgcexp.cli does
+        for the command line)."""
         import sys
 
         from lgcexp.errors import UserError
@@ -75,7 +76,16 @@ class LgcexpSweeper(BasicSweeper):
         job = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
         container = to_container(job)
         plan(container)  # lgcexp's own checks: one line naming the key (UserError) before any job runs
-        return container
+        return {"config": container, "where": self._job_dir(cfg)}
+
+    @staticmethod
+    def _job_dir(cfg: Any) -> str | None:
+        """The job's output directory (``hydra.sweep.dir``/``hydra.sweep.subdir``), or None when it cannot be
+        resolved before the launch."""
+        try:
+            return f"{OmegaConf.select(cfg, 'hydra.sweep.dir')}/{OmegaConf.select(cfg, 'hydra.sweep.subdir')}"
+        except Exception:
+            return None
 
     def _group_keys(self, batch: Sequence[Sequence[str]]) -> set[str]:
         """Override keys that choose a config group (they change the defaults list)."""
@@ -122,7 +132,9 @@ class LgcexpSweeper(BasicSweeper):
             nonlocal n_composed
             n_composed += 1
             checked_values.add(v)
-            return stable_hash(effective_config(self._compose([v if _key(ov) == key else ov for ov in base])))
+            job = self._compose([v if _key(ov) == key else ov for ov in base])
+            # the same output directory means the same run (lgcexp.rundir: the effective config's hash)
+            return job["where"] or stable_hash(effective_config(job["config"]))
 
         ignored: dict[tuple[str, ...], set[str]] = {}
         for gsel, jobs in groups.items():
