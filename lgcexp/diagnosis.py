@@ -21,7 +21,7 @@ What a diagnosis run adds to the usual record (``result.json``):
   main output: which given labels look wrong and what they should be, and ``label_issues.png``);
 - ``n_label_issues``: the labels flagged (``detect_*`` when the file has trusted labels).
 
-Outputs: ``label_issues.csv`` and ``label_issues.png`` (methods that judge labels: lgc, autoL, siis;
+Outputs: ``label_issues.csv`` and ``label_issues.png`` (methods that judge labels: lgc, autoL, auto, siis;
 docs/label_issues.md), ``predictions.csv`` (every point: ``index``, ``predicted`` in the file's label values,
 ``confidence``, ``score``, ``given_label``, and ``clean_label`` when there is truth), ``labels.csv`` (the
 given labels: ``index``, ``observed_label``, ``predicted``, [``clean_label``, ``flipped``], then the

@@ -384,3 +384,21 @@ def test_run_at_zero_noise_scores_no_nan(tmp_path):
     res = json.loads((tmp_path / "z" / "result.json").read_text())
     assert res["detect_f1"] == 0.0 and res["detect_auc"] is None and res["n_flipped"] == 0
     assert res["detect_false_alarms"] == res["n_label_issues"]
+
+
+def test_auto_judgement_is_autol_s_at_the_chosen_alpha():
+    """algo=auto judges its labels as AutoL does, with the P_LL of the alpha it chose (so CLI auto runs write
+    label_issues.csv and detect_* figures)."""
+    from lgcexp.algorithms.auto import Auto
+    from lgcexp.algorithms.autol import propagation_submatrix
+
+    graph, _ = random_graph(n=40, k=5, seed=2)
+    labeled = np.arange(0, 40, 3)
+    y = (labeled >= 20).astype(int)
+    y[2] = 1 - y[2]
+    a = Auto(steps=200, search_steps=50, xla=False, dtype="float64", tol=1e-12).fit(graph, labeled, y, 2)
+    j = a.label_judgement()
+    P, _ = propagation_submatrix(graph.S, labeled, a.alpha_, tol=1e-12, dtype="float64")
+    np.testing.assert_allclose(j.probs, li.graph_loo_probs(P, y, 2, weights=a.omega_), atol=1e-9)
+    assert np.array_equal(j.decision, a.omega_ <= 0)
+    np.testing.assert_allclose(j.probs.sum(axis=1), 1.0)

@@ -179,6 +179,7 @@ class Auto(GraphSSLAlgorithm):
                  np.round(losses, 4).tolist(), xs.tolist(), int(dropped.sum()))
 
         self.alpha_, self.x_ = alpha, x
+        self._P, self._y = Ps[best], np.asarray(y_labeled, dtype=np.int64)  # for label_judgement
         self.grid_ = {"x": xs, "alpha": alphas, "loss": losses, "n_dropped": np.array(grid_drop),
                       "loo_acc": np.array(grid_acc)}
         self.omega_ = omega
@@ -224,3 +225,13 @@ class Auto(GraphSSLAlgorithm):
             "search_narrowed": [list(w) for w in sst.get("widths", [])],
             "lgc_iterations": int(lgc_it),
         })
+
+    def label_judgement(self):
+        """AutoL's judgement at the chosen alpha: each label's share of the leave-one-out vote of the other
+        labels weighted by the learnt omega, ``normalize_rows(P~_alpha* diag(max(omega, 0)) B)``; the method's
+        own verdict: omega <= 0 (docs/label_issues.md)."""
+        from ..label_issues import LabelJudgement, graph_loo_probs
+
+        probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
+        return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
+                              source="auto: leave-one-out vote share at the learnt label weights and alpha")
