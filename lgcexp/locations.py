@@ -45,3 +45,9 @@ def register_resolver() -> None:
 
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, default_dir)
+
+
+def env_switch(name: str) -> bool:
+    """An on/off environment switch that is on unless set to 0, false, no or off (any case):
+    ``LGCEXP_MEMO`` (lgcexp.memo), ``LGCEXP_AUTOL_NARROW`` (lgcexp.algorithms.autol)."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Callable, Hashable, TypeVar
+
+from .locations import env_switch
 
 T = TypeVar("T")
 
@@ -23,7 +25,7 @@ _STORES: dict[str, OrderedDict] = {}
 
 
 def enabled() -> bool:
-    return os.environ.get("LGCEXP_MEMO", "1").strip().lower() not in ("0", "false", "no", "off")
+    return env_switch("LGCEXP_MEMO")
 
 
 def file_signature(path: str | os.PathLike | None) -> tuple | None:
@@ -37,36 +39,22 @@ def file_signature(path: str | os.PathLike | None) -> tuple | None:
     return (str(Path(path).resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def get(kind: str, key: Hashable) -> Any | None:
-    store = _STORES.get(kind)
-    if store is None or key not in store:
-        return None
-    store.move_to_end(key)
-    return store[key]
-
-
-def put(kind: str, key: Hashable, value: T) -> T:
-    store = _STORES.setdefault(kind, OrderedDict())
-    store[key] = value
-    store.move_to_end(key)
-    while len(store) > MAX_ENTRIES:
-        store.popitem(last=False)
-    return value
-
-
 def memoised(kind: str, key: Hashable, path: str | os.PathLike | None, make: Callable[[], T]) -> tuple[T, bool]:
-    """``(make(), False)`` the first time, ``(the same object, True)`` while ``path`` is unchanged."""
+    """``(make(), False)`` the first time, ``(the same object, True)`` while ``path`` is unchanged. ``path`` is
+    the file ``make`` reads; when it does not exist yet (``make`` writes it), the next call reads and memoises."""
     sig = file_signature(path) if enabled() else None
     if sig is None:
         return make(), False
+    store = _STORES.setdefault(kind, OrderedDict())
     full = (key, sig)
-    hit = get(kind, full)
-    if hit is not None:
-        return hit, True
+    if full in store:
+        store.move_to_end(full)
+        return store[full], True
     value = make()
-    after = file_signature(path)
-    if after == sig:  # not replaced while it was read
-        put(kind, full, value)
+    if file_signature(path) == sig:  # not replaced while it was read
+        store[full] = value
+        while len(store) > MAX_ENTRIES:
+            store.popitem(last=False)
     return value, False
 
 

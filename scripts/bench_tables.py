@@ -8,7 +8,7 @@ The three switches (each one a supported setting, so the baseline is today's num
   the duplicate ``loss=`` jobs of methods without a loss, which then skip) instead of lgcexp's;
 - ``LGCEXP_MEMO=0``: every job reads the data file and the cached graph again (lgcexp/memo.py);
 - ``LGCEXP_AUTOL_NARROW=0``: the AutoL step keeps reading the columns of dropped labels
-  (lgcexp.algorithms.autol._CompactLayout).
+  (lgcexp.algorithms.autol._narrowed_layout).
 
 Order: one warm-up sweep fills the cache (graph, eigenpairs, P_LL of these seeds), then the baseline and
 today's sweep run into fresh output directories; both must give the same numbers (checked: every run's

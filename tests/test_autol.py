@@ -203,7 +203,7 @@ def narrowing_problem(seed=0, counts=(101, 100, 99), flip=0.35):
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("loss", ["xent", "mse"])
 def test_narrowed_step_gives_the_same_bits(seed, loss):
-    """Leaving the labels dropped for good out of the XLA step (_CompactLayout) changes no bit of the
+    """Leaving the labels dropped for good out of the XLA step (_narrowed_layout) changes no bit of the
     weights, the dropped ones included (their Adam moments still decay in the full layout), nor the losses;
     the class width m is not a multiple of the kernel's block (a tail of m mod 8 columns)."""
     xla = True

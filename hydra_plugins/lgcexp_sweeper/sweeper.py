@@ -21,9 +21,10 @@ jobs of Table 1), then each worker composes its job again. This subclass changes
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -41,8 +42,7 @@ class LgcexpSweeper(BasicSweeper):
 
     def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
-        self._groups: set[str] = set()
-        self._seen: set[str] = set()
+        self._seen: set[str] = set()  # jobs launched by earlier batches (their overrides, ignored keys left out)
 
     # -- hooks of BasicSweeper.sweep ---------------------------------------------------------------------
     def get_job_batch(self) -> Sequence[Sequence[str]]:
@@ -53,39 +53,26 @@ class LgcexpSweeper(BasicSweeper):
         """The check is part of :meth:`_distinct` (which composed what it needed already)."""
 
     # -- helpers ---------------------------------------------------------------------------------------
-    def _compose(self, overrides: list[str]) -> dict[str, Any]:
-        """``{"config": the job config of overrides as a container, "where": its output directory}``, checked by
-        lgcexp; a bad value stops the sweep with one line and exit code 2 (as the pre-flight of lgcexp.cli does
-        for the command line)."""
-        import sys
-
-        from lgcexp.errors import UserError
-
-        try:
-            return self._compose_checked(overrides)
-        except UserError as exc:
-            print(f"lgcexp: error: {exc}", file=sys.stderr)
-            sys.exit(2)
-
-    def _compose_checked(self, overrides: list[str]) -> dict[str, Any]:
+    def _job_dir(self, overrides: list[str]) -> str:
+        """The output directory of the job of ``overrides`` (``hydra.sweep.dir``/``hydra.sweep.subdir``; the run
+        directory is the hash of the effective config, lgcexp.rundir), after lgcexp's checks of its config: a
+        bad value stops the sweep with one line and exit code 2, as the pre-flight of lgcexp.cli does for the
+        command line."""
         from lgcexp.config import plan, to_container
+        from lgcexp.errors import UserError
 
         assert self.hydra_context is not None and self.config is not None
         cfg = self.hydra_context.config_loader.load_sweep_config(master_config=self.config,
                                                                  sweep_overrides=list(overrides))
-        job = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
-        container = to_container(job)
-        plan(container)  # lgcexp's own checks: one line naming the key (UserError) before any job runs
-        return {"config": container, "where": self._job_dir(cfg)}
-
-    @staticmethod
-    def _job_dir(cfg: Any) -> str | None:
-        """The job's output directory (``hydra.sweep.dir``/``hydra.sweep.subdir``), or None when it cannot be
-        resolved before the launch."""
+        try:
+            plan(to_container(OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})))
+        except UserError as exc:
+            print(f"lgcexp: error: {exc}", file=sys.stderr)
+            sys.exit(2)
         try:
             return f"{OmegaConf.select(cfg, 'hydra.sweep.dir')}/{OmegaConf.select(cfg, 'hydra.sweep.subdir')}"
-        except Exception:
-            return None
+        except Exception:  # e.g. a subdir of ${hydra.job.num}, known at launch only: every job is its own
+            return "\x00".join(overrides)
 
     def _group_keys(self, batch: Sequence[Sequence[str]]) -> set[str]:
         """Override keys that choose a config group (they change the defaults list)."""
@@ -106,9 +93,6 @@ class LgcexpSweeper(BasicSweeper):
         return keys
 
     def _distinct(self, batch: Sequence[Sequence[str]]) -> list[list[str]]:
-        from lgcexp.rundir import effective_config
-        from lgcexp.cache import stable_hash
-
         batch = [list(job) for job in batch]
         if not batch:
             return batch
@@ -121,64 +105,47 @@ class LgcexpSweeper(BasicSweeper):
                 vals = values.setdefault(_key(ov), [])
                 if ov not in vals:
                     vals.append(ov)
-        swept = [k for k, v in values.items() if len(v) > 1]
+        swept = [k for k, v in values.items() if len(v) > 1 and k not in group_keys]
+
+        def group_of(job: list[str]) -> tuple[str, ...]:
+            return tuple(ov for ov in job if _key(ov) in group_keys)
+
         groups: OrderedDict[tuple[str, ...], list[list[str]]] = OrderedDict()
         for job in batch:
-            groups.setdefault(tuple(ov for ov in job if _key(ov) in group_keys), []).append(job)
-        n_composed = 0
-        checked_values: set[str] = set()
+            groups.setdefault(group_of(job), []).append(job)
+        checked: set[str] = set()
 
-        def effective_hash(base: list[str], key: str, v: str) -> str:
-            nonlocal n_composed
-            n_composed += 1
-            checked_values.add(v)
-            job = self._compose([v if _key(ov) == key else ov for ov in base])
-            # the same output directory means the same run (lgcexp.rundir: the effective config's hash)
-            return job["where"] or stable_hash(effective_config(job["config"]))
+        def job_dir(base: list[str], value: str) -> str:
+            checked.add(value)
+            return self._job_dir([value if _key(ov) == _key(value) else ov for ov in base])
 
+        def one_dir(base: list[str], key: str) -> bool:
+            """Do all values of ``key`` give one output directory (the others as in ``base``)? Stops at the
+            second directory."""
+            first = job_dir(base, values[key][0])
+            return all(job_dir(base, v) == first for v in values[key][1:])
+
+        # a key is ignored by a group when every value gives the same output directory, with the other keys
+        # at the group's first and at its last values
         ignored: dict[tuple[str, ...], set[str]] = {}
         for gsel, jobs in groups.items():
-            ignored[gsel] = set()
-            composed_before = n_composed
-            for key in swept:
-                if key in group_keys:
-                    continue
-                same = True
-                for base in (jobs[0], jobs[-1]):
-                    hashes = set()
-                    for v in values[key]:
-                        hashes.add(effective_hash(base, key, v))
-                        if len(hashes) > 1:
-                            same = False
-                            break
-                    if not same:
-                        break
-                if same:
-                    ignored[gsel].add(key)
-            if n_composed == composed_before:  # nothing swept besides the groups: compose the group once
-                self._compose(jobs[0])
-                n_composed += 1
-        # every value checked at least once (with the others at the first job's values)
-        for key in swept:
+            ignored[gsel] = {key for key in swept if one_dir(jobs[0], key) and one_dir(jobs[-1], key)}
+            if not swept:  # nothing swept besides the groups: check the group once
+                self._job_dir(jobs[0])
+        for key in swept:  # every value checked at least once (the others at the first job's values)
             for v in values[key]:
-                if v not in checked_values:
-                    self._compose([v if _key(ov) == key else ov for ov in batch[0]])
-                    checked_values.add(v)
-                    n_composed += 1
+                if v not in checked:
+                    job_dir(batch[0], v)
         out = []
-        for gsel, jobs in groups.items():
-            drop = ignored[gsel]
-            for job in jobs:
-                sig = "\x00".join(ov for ov in job if _key(ov) not in drop)
-                if sig in self._seen:
-                    continue
+        for job in batch:
+            drop = ignored[group_of(job)]
+            sig = "\x00".join(ov for ov in job if _key(ov) not in drop)
+            if sig not in self._seen:
                 self._seen.add(sig)
                 out.append(job)
-        order = {id(j): i for i, j in enumerate(batch)}
-        out.sort(key=lambda j: order[id(j)])
         if len(out) < len(batch):
             log.info("lgcexp sweeper: %d of %d jobs are duplicates (a key their method ignores: %s) and are left out",
                      len(batch) - len(out), len(batch),
                      ", ".join(sorted({k for s in ignored.values() for k in s})) or "-")
-        log.debug("lgcexp sweeper: checked the sweep with %d composes in %.2fs", n_composed, time.perf_counter() - t0)
+        log.debug("lgcexp sweeper: checked the sweep in %.2fs", time.perf_counter() - t0)
         return out

@@ -42,7 +42,7 @@ matrix-vector product, ``Z^T[k] = A3[k]^T w[k]``, and the gradient another one: 
 O(l^2) instead of O(l^2 c) (``A @ (omega * B)``) or O(l^3) (``A @ diag(omega) @ B``, the literal form).
 Padding slots have zero columns, hence zero gradients, and never move. A label dropped for good
 (``omega < 0`` with Adam's first moment ``>= 0``: it can never come back) adds exact zeros to every logit, so
-after each block the compiled step is narrowed to the labels still in play (:class:`_CompactLayout`,
+after each block the compiled step is narrowed to the labels still in play (:func:`_narrowed_layout`,
 keeping the kernel's summation order: the same bits). On ISOLET at 20-60 % noise 35-80 % of the labels are
 dropped within the first 500 steps, and the remaining steps read that much less of ``A3``.
 
@@ -65,6 +65,7 @@ import scipy.sparse as sp
 
 from ..graph import Graph
 from ..linalg import block_cg, rcm_reordered, shifted_operator
+from ..locations import env_switch
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
 from .base import GraphSSLAlgorithm, one_hot
 from .lgc import graph_degree, lgc_propagate
@@ -451,7 +452,7 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool
     variable argument of another shape (it would run the old trace's static shapes). The operations are
     those of one fit's own function, so the numbers are identical (tests/test_autol.py checks the weights
     against the same fit in a fresh process). At most ``_COMPILED_MAX`` entries are kept (oldest dropped).
-    ``compact``: the step of a :class:`_CompactLayout` (tensors ``(A3 of the live labels, B, log(B + eps),
+    ``compact``: the step of a :func:`_narrowed_layout` (tensors ``(A3 of the live labels, B, log(B + eps),
     row weights, index)``), whose gradient with respect to the full W is zero at every dropped weight.
     """
     key = (spec, xla, shapes, compact)
@@ -464,7 +465,7 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool
             return tf.reduce_sum(_losses(tf, spec, W, tensors))
         # the live weights only: W with one zero slot appended per row, gathered by the compact index
         # (padding points at the zero slot); A3 holds the live labels' columns (lgcexp.algorithms.autol,
-        # _CompactLayout)
+        # _narrowed_layout)
         idx = tensors[4]
         W0 = tf.concat([W, tf.zeros_like(W[..., :1])], axis=-1)
         Wc = tf.gather(W0, idx, batch_dims=len(idx.shape) - 1)
@@ -509,8 +510,10 @@ _COMPACT_BLOCK = 8
 _COMPACT_GAIN = 0.8
 
 
-class _CompactLayout:
-    """The labels still in play, for a step that reads only their columns of ``A3``.
+def _narrowed_layout(model: "LooModel", W: np.ndarray, m: np.ndarray,
+                     width: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """``(index, A3 of the labels still in play, its width)`` for a step that reads only their columns of
+    ``A3``, or None when that would not narrow the step in use (``width``) by a fifth.
 
     A weight is *dropped for good* when ``omega < 0`` and Adam's first moment ``m >= 0``: its forward value
     ``max(omega, 0)`` is 0, so its gradient is exactly 0 (TensorFlow's ``maximum`` passes no gradient to an
@@ -524,34 +527,27 @@ class _CompactLayout:
     The weights, Adam's moments and the update stay in the full layout; the step gathers the live weights
     (``index``; padding points at an appended zero slot) and its gradient is scattered back, zero elsewhere.
     """
-
-    def __init__(self, model: "LooModel", A3_full: np.ndarray, W: np.ndarray, m: np.ndarray, width: int):
-        self.index = None
-        B = _COMPACT_BLOCK
-        full = W.shape[-1]
-        tail = full % B
-        head = full - tail
-        dead = (W < 0) & (m >= 0)
-        pad = ~np.broadcast_to(model.pad_mask, W.shape)
-        live = ~(dead | pad)[..., :head]
-        n_live = int(live.sum(axis=-1).max(initial=0))
-        head_width = -(-n_live // B) * B
-        if head_width + tail == 0:
-            head_width = B
-        new_width = head_width + tail
-        if new_width > _COMPACT_GAIN * width:
-            return
-        order = np.argsort(~live, axis=-1, kind="stable")[..., :head_width]  # live columns first, in order
-        taken = np.take_along_axis(live, order, axis=-1)
-        lead = W.shape[:-1]
-        index = np.concatenate([np.where(taken, order, full),  # the zero slot
-                                np.broadcast_to(np.arange(head, full), lead + (tail,))], axis=-1)
-        used = np.concatenate([taken, np.ones(lead + (tail,), dtype=bool)], axis=-1)
-        A3c = np.take_along_axis(A3_full, np.where(used, index, 0)[..., None], axis=-2)
-        A3c[~used] = 0.0
-        self.index = index.astype(np.int32)
-        self.A3 = np.ascontiguousarray(A3c)
-        self.width = new_width
+    B = _COMPACT_BLOCK
+    full = W.shape[-1]
+    tail = full % B
+    head = full - tail
+    dead = (W < 0) & (m >= 0)
+    pad = ~np.broadcast_to(model.pad_mask, W.shape)
+    live = ~(dead | pad)[..., :head]
+    n_live = int(live.sum(axis=-1).max(initial=0))
+    head_width = max(-(-n_live // B) * B, B if tail == 0 else 0)
+    new_width = head_width + tail
+    if new_width > _COMPACT_GAIN * width:
+        return None
+    order = np.argsort(~live, axis=-1, kind="stable")[..., :head_width]  # live columns first, in order
+    taken = np.take_along_axis(live, order, axis=-1)
+    lead = W.shape[:-1]
+    index = np.concatenate([np.where(taken, order, full),  # the zero slot
+                            np.broadcast_to(np.arange(head, full), lead + (tail,))], axis=-1)
+    used = np.concatenate([taken, np.ones(lead + (tail,), dtype=bool)], axis=-1)
+    A3c = np.take_along_axis(model.A3.numpy(), np.where(used, index, 0)[..., None], axis=-2)
+    A3c[~used] = 0.0
+    return index.astype(np.int32), np.ascontiguousarray(A3c), new_width
 
 
 def optimize_weights(
@@ -577,7 +573,7 @@ def optimize_weights(
     ``v += (g^2 - v)(1 - beta2)``, ``w -= lr_t m / (sqrt(v) + epsilon)``, i.e. Keras' Adam).
     With ``compact`` (``form='fast'`` and ``xla``; env ``LGCEXP_AUTOL_NARROW=0`` turns it off), after each
     block the step is narrowed to the labels still in play when that saves at least a fifth of its width
-    (:class:`_CompactLayout`: the same bits; most dropped labels drop in the first few hundred steps, so
+    (:func:`_narrowed_layout`: the same bits; most dropped labels drop in the first few hundred steps, so
     later steps read a fraction of ``A3``).
     stats: ``loss_initial``, ``loss_final``, ``seconds`` (the loop, compilation included),
     ``first_block_seconds`` (the first block: tracing, compilation and its steps), ``steps``,
@@ -595,10 +591,8 @@ def optimize_weights(
     shapes = tuple(tuple(x.shape) for x in (W,) + tensors)
     block_fn, loss_fn = _compiled_functions(tf, model.spec(), shapes, bool(xla))
 
-    # the block structure _CompactLayout relies on is that of XLA's kernel (graph mode sums differently)
-    compact = (bool(compact) and bool(xla) and model.form == "fast"
-               and os.environ.get("LGCEXP_AUTOL_NARROW", "1").strip() not in ("0", "false", "no", "off"))
-    A3_full = model.A3.numpy() if compact else None
+    # the block structure _narrowed_layout relies on is that of XLA's kernel (graph mode sums differently)
+    compact = bool(compact) and bool(xla) and model.form == "fast" and env_switch("LGCEXP_AUTOL_NARROW")
     width = int(W.shape[-1])
     widths: list[tuple[int, int]] = []
     step_fn, step_tensors = block_fn, tensors
@@ -608,13 +602,13 @@ def optimize_weights(
 
     def narrow() -> None:
         nonlocal step_fn, step_tensors, width
-        layout = _CompactLayout(model, A3_full, W.numpy(), m.numpy(), width)
-        if layout.index is None:
+        layout = _narrowed_layout(model, W.numpy(), m.numpy(), width)
+        if layout is None:
             return
-        step_tensors = (tf.constant(layout.A3), *tensors[1:], tf.constant(layout.index))
+        index, A3c, width = layout
+        step_tensors = (tf.constant(A3c), *tensors[1:], tf.constant(index))
         c_shapes = tuple(tuple(x.shape) for x in (W,) + step_tensors)
         step_fn, _ = _compiled_functions(tf, model.spec(), c_shapes, bool(xla), compact=True)
-        width = layout.width
         widths.append((done, width))
 
     t0 = time.perf_counter()

@@ -359,17 +359,14 @@ class KnnGraph(GraphBuilder):
                     "sigma": np.array(sig), "info": np.array(json.dumps(info))}
 
         cache = cache or Cache(None)
+
+        def load() -> tuple[Graph, bool]:
+            arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
+            W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
+            info = json.loads(str(arrays["info"])) if "info" in arrays else {}
+            return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info), hit
+
         # a sweep worker's later jobs reuse the Graph (S, and its RCM ordering, lgcexp.linalg) while the
         # cache entry is the file it was read from (lgcexp.memo)
-        entry = cache.path("graph", key)
-        found = memo.get("graph", (key, memo.file_signature(entry))) if entry is not None and memo.enabled() else None
-        if found is not None:
-            return found, True
-        arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
-        W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
-        info = json.loads(str(arrays["info"])) if "info" in arrays else {}
-        graph = Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info)
-        sig = memo.file_signature(entry) if entry is not None and memo.enabled() else None
-        if sig is not None:
-            memo.put("graph", (key, sig), graph)
-        return graph, hit
+        (graph, hit), reused = memo.memoised("graph", key, cache.path("graph", key), load)
+        return graph, hit or reused
