@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from .devices import DEVICES
 from .errors import UserError
 from .labels import LABELS_PARAMETERS, check_label_count
 from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
@@ -33,7 +34,7 @@ TOP_PARAMETERS = {
     "force": [Boolean()],
     "progress": [Boolean(), NoneValue()],
     "plot": [Boolean()],
-    "device": [Options(("auto", "cpu"))],  # lgcexp.devices: auto = the GPU when there is one
+    "device": [Options(DEVICES)],  # lgcexp.devices: auto = the GPU when there is one
 }
 PATHS_PARAMETERS = {
     "data_dir": [String("a directory path")],

@@ -128,9 +128,7 @@ def multishift_cg(
     scalars). ``select`` must pick entries of an (n, ncols) array (a row/element selection, no mixing).
     Returns (list of selected X_k in the order of ``alphas``, iterations, worst base relative residual).
     """
-    B = np.asarray(B)
-    dt = np.float32 if B.dtype == np.float32 else np.float64
-    B = B.astype(dt, copy=False)
+    B, dt, _ = as_columns(B)
     alphas = np.asarray(alphas, dtype=np.float64).ravel()
     a0 = float(alphas.max())
     tau = (a0 / alphas - 1.0)[:, None]                      # (K, 1)
@@ -260,6 +258,9 @@ class ArgmaxCertificate:
         self.S_rowsum = float(np.abs(S @ np.ones(S.shape[1])).max(initial=0.0))
         self.B_inf = float(np.abs(B).max(initial=0.0))
         self._gap_scale: float | None = None
+        # the screen's bound holds for points of positive degree only: used when every point has one
+        self._screen = bool(self.pos.all())
+        self._gap_den = np.where(self.pos, self.sqrt_d, 1.0)
 
     def _scaled(self, R: np.ndarray, slack: float) -> tuple[np.ndarray, float]:
         Ra = np.abs(R).max(axis=1) + slack                              # max over columns, per row
@@ -276,15 +277,13 @@ class ArgmaxCertificate:
             return True
         # a cheap screen first (one pass over R): the bound's factor against twice the smallest gap / sqrt(d)
         # of the last full check (gaps settle long before the residual does); only the full check decides
-        if self._gap_scale is not None and not self.pos.all():
-            self._gap_scale = None
-        if self._gap_scale is not None:
+        if self._screen and self._gap_scale is not None:
             _, scaled = self._scaled(R, 0.0)
             if scaled / (1.0 - self.alpha) >= self._gap_scale:
                 return False
         top2 = -np.partition(-X, 1, axis=1)[:, :2]
         gap = top2[:, 0] - top2[:, 1]
-        self._gap_scale = float((gap / np.where(self.pos, self.sqrt_d, 1.0)).min(initial=np.inf))
+        self._gap_scale = float((gap / self._gap_den).min(initial=np.inf))
         return bool(np.all(gap > 2.0 * self.bound(X, R)))
 
 

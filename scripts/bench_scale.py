@@ -47,7 +47,9 @@ COLUMNS = ("n", "step", "seconds", "cpu_seconds", "peak_rss_mib", "load_before",
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("LGCEXP_CACHE_DIR") or Path.home() / ".cache" / "lgcexp")
+    from lgcexp.locations import default_dir
+
+    return Path(default_dir("cache")).expanduser()
 
 
 def nlist_for(n: int) -> int:
@@ -61,8 +63,7 @@ def dataset_files(n: int, seed: int = 0) -> tuple[Path, Path]:
         import make_infimnist
     finally:
         sys.path.pop(0)
-    data_dir = Path(os.environ.get("LGCEXP_DATA_DIR") or Path.home() / ".cache" / "lgcexp" / "data")
-    return make_infimnist.make(n, seed, cache_root() / "infimnist", data_dir / "mnist.npz", quiet=True)
+    return make_infimnist.make(n, seed, make_infimnist.default_out_dir(), make_infimnist.default_mnist(), quiet=True)
 
 
 def lgcexp_args(n: int, x: Path, y: Path, algo: str, cache_dir: Path, out: Path, extra: list[str]) -> list[str]:

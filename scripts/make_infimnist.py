@@ -145,12 +145,26 @@ def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8
     return x_path, y_path
 
 
+def default_out_dir() -> Path:
+    """``<cache dir>/infimnist``: the cache directory the package uses ($LGCEXP_CACHE_DIR, lgcexp.locations)."""
+    from lgcexp.locations import default_dir
+
+    return Path(default_dir("cache")).expanduser() / "infimnist"
+
+
+def default_mnist() -> Path:
+    """``mnist.npz`` in the package's data directory ($LGCEXP_DATA_DIR, lgcexp.data.resolve_data_dir)."""
+    from lgcexp.data import resolve_data_dir
+
+    return resolve_data_dir(None) / "mnist.npz"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1_000_000, help="rows (default 1,000,000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None,
-                    help="output directory (default $LGCEXP_CACHE_DIR/infimnist, else ~/.cache/lgcexp/infimnist)")
+                    help="output directory (default <cache dir>/infimnist: $LGCEXP_CACHE_DIR, else ~/.cache/lgcexp/cache)")
     ap.add_argument("--mnist", type=Path, default=None, help="mnist.npz (default $LGCEXP_DATA_DIR/mnist.npz)")
     ap.add_argument("--alpha", type=float, default=8.0, help="elastic displacement scale in pixels")
     ap.add_argument("--sigma", type=float, default=4.0, help="Gaussian smoothing of the displacement field")
@@ -159,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.n < 1:
         ap.error("--n must be at least 1")
-    out = a.out or Path(os.environ.get("LGCEXP_CACHE_DIR") or Path.home() / ".cache" / "lgcexp") / "infimnist"
-    mnist = a.mnist or Path(os.environ.get("LGCEXP_DATA_DIR") or Path.home() / ".cache" / "lgcexp" / "data") / "mnist.npz"
+    out = a.out or default_out_dir()
+    mnist = a.mnist or default_mnist()
     if not mnist.is_file():
         ap.error(f"{mnist}: no such file (set LGCEXP_DATA_DIR or --mnist)")
     t0 = time.perf_counter()

@@ -112,7 +112,6 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
     numbering, and the number of right-hand sides per block (about 4 MiB of working set per array)."""
     n = S.shape[0]
     l = labeled.size
-    Sd = sp.csr_matrix(S, dtype=dt)
     if reorder and n > 1:
         # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
         # (computed once per graph and shared with the LGC solves, lgcexp.linalg.rcm_reordered)
@@ -121,7 +120,7 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
         pos[perm] = np.arange(n)
         rows = pos[labeled]
     else:
-        rows = labeled
+        Sd, rows = sp.csr_matrix(S, dtype=dt), labeled
     if block is None:
         block = int(np.clip(_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 256))
     block = max(1, min(int(block), max(l, 1)))

@@ -133,9 +133,10 @@ def blocked_exact_search(X: np.ndarray, k: int, queries: np.ndarray, faiss: Any 
     k1 = min(k + 1, n)
     best_sq = np.full((len(queries), 0), np.inf, dtype=np.float32)
     best_idx = np.empty((len(queries), 0), dtype=np.int64)
+    index, _ = devices.to_faiss_device(faiss, faiss.IndexFlatL2(d))  # once: on a GPU, each move allocates
     for start in range(0, n, block):
         part = np.ascontiguousarray(X[start:start + block], dtype=np.float32)
-        index, _ = devices.to_faiss_device(faiss, faiss.IndexFlatL2(d))
+        index.reset()
         index.add(part)
         sq, idx = index.search(Q, min(k1, part.shape[0]))
         idx = np.where(idx >= 0, idx + start, -1)

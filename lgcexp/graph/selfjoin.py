@@ -32,6 +32,7 @@ uses it only for integer-valued data.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -39,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +221,8 @@ def selfjoin_search(X: np.ndarray, k: int, *, block: int = 1024, dims: int = 64,
     next to the join's threads, or idling between its calls, cost up to 3x the CPU time on a busy machine).
     """
     nthreads = int(threads or search_threads())
-    with _one_blas_thread(nthreads > 1):
+    # the join's own threads each multiply a block: the BLAS gets one thread (no oversubscription)
+    with threadpool_limits(limits=1, user_api="blas") if nthreads > 1 else contextlib.nullcontext():
         return _selfjoin(X, k, block, dims, nthreads, stats)
 
 
@@ -353,23 +356,3 @@ def faiss_rows(Xf: np.ndarray, k: int, rows: np.ndarray) -> tuple[np.ndarray, np
         queries = np.concatenate([queries, fill])
     dist, idx = exact_search(Xf, k, queries)
     return dist[: len(rows)], idx[: len(rows)]
-
-
-class _one_blas_thread:
-    """Limit the BLAS to one thread while the join's own threads each multiply a block (no oversubscription)."""
-
-    def __init__(self, active: bool):
-        self.active = active
-        self._ctx: Any = None
-
-    def __enter__(self) -> None:
-        if self.active:
-            try:
-                from threadpoolctl import threadpool_limits
-            except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-                return
-            self._ctx = threadpool_limits(limits=1, user_api="blas")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._ctx is not None:
-            self._ctx.restore_original_limits()
