@@ -11,7 +11,10 @@ __version__ = "0.1.0"
 
 from .locations import register_resolver as _register_resolver
 
-_register_resolver()  # conf/paths/default.yaml reads the default data/cache directories through it
+try:
+    _register_resolver()  # conf/paths/default.yaml reads the default data/cache directories through it
+except ImportError:  # no OmegaConf (e.g. a bare GPU box running scripts/bench_gpu.py): no configs to resolve
+    pass
 
 
 def __getattr__(name: str):

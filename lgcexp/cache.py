@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
-from filelock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +176,8 @@ class Cache:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 # create the lock file ourselves first: filelock retries forever on some permission errors
                 os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666))
+                from filelock import FileLock  # imported where a lock is taken: reading needs none
+
                 lock = FileLock(lock_path)
                 lock.acquire()
             except OSError as exc:

@@ -7,7 +7,16 @@
   sees a GPU. ``device=cpu`` hides the GPUs from it (``tf.config.set_visible_devices([], "GPU")``, or
   ``CUDA_VISIBLE_DEVICES=-1`` before TensorFlow is first imported).
 
-``device=auto`` (the default) uses the GPU when present; ``device=cpu`` forces the CPU for both. The
+* CuPy (the sparse solves: LGC's conjugate gradient, the P_LL column blocks, multi-shift CG): the solvers in
+  :mod:`lgcexp.linalg` are written against an array module (``xp``: numpy with scipy.sparse, or cupy with
+  cupyx.scipy.sparse, whose CSR product is cuSPARSE's SpMM), so one code path serves both.
+  :func:`solve_module` picks cupy when it is installed (the ``gpu`` extra's ``cupy-cuda12x``), sees a GPU,
+  the problem is large enough to pay for the transfers (:data:`GPU_MIN_ENTRIES`), and the device is not
+  forced to the CPU; numpy otherwise. CuPy rather than TensorFlow's sparse kernels: TensorFlow's GPU build
+  is far larger than what the lent GPU machines can carry, and CuPy mirrors the numpy/scipy.sparse API
+  that the CPU path already uses, so the GPU code is the CPU code.
+
+``device=auto`` (the default) uses the GPU when present; ``device=cpu`` forces the CPU for all. The
 choice is where a run computes, not what: it is left out of the run's config hash (the numbers agree to
 float round-off). :func:`report` gives result.json's ``device`` block: ``{"faiss": "cpu" | "gpu:N",
 "tensorflow": "cpu" | "GPU:0" | null}`` (null: the run did not use TensorFlow).
@@ -18,6 +27,8 @@ import logging
 import os
 import sys
 from typing import Any
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +43,82 @@ def configure(device: str | None) -> None:
     _force_cpu = device == "cpu"
     if not _force_cpu:
         return
-    if "tensorflow" in sys.modules:
+    if sys.modules.get("tensorflow") is not None:
         try:
             sys.modules["tensorflow"].config.set_visible_devices([], "GPU")
         except (RuntimeError, ValueError) as exc:  # devices already initialised: TF cannot change them now
             log.warning("device=cpu: TensorFlow has initialised its devices already (%s)", exc)
-    elif "faiss" not in sys.modules:
+    elif sys.modules.get("faiss") is None:
         os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
 
 
 def force_cpu() -> bool:
     return _force_cpu
+
+
+#: a solve goes to the GPU only when its right-hand sides have at least this many entries (n x columns):
+#: below, the transfers and kernel launches cost more than the CPU's whole solve
+GPU_MIN_ENTRIES = 200_000
+
+_cupy: Any = False  # False: not probed yet; None: not usable
+
+
+def gpu_module() -> Any:
+    """The cupy module when it can compute here (installed, a CUDA device visible, not ``device=cpu``),
+    else None. Probed once per process."""
+    global _cupy
+    if _force_cpu:
+        return None
+    if _cupy is False:
+        try:
+            import cupy
+
+            _cupy = cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+        except Exception:  # not installed, no driver, no device
+            _cupy = None
+    return _cupy
+
+
+def solve_module(entries: int) -> Any:
+    """The array module (numpy or cupy) a sparse solve with ``entries`` right-hand-side entries runs in."""
+    cp = gpu_module() if entries >= GPU_MIN_ENTRIES else None
+    return np if cp is None else cp
+
+
+def is_device_array(a: Any) -> bool:
+    """Whether ``a`` is a cupy array or a cupyx.scipy.sparse matrix (lives on the GPU)."""
+    return type(a).__module__.split(".", 1)[0] in ("cupy", "cupyx")
+
+
+def array_module(a: Any) -> Any:
+    """numpy or cupy, whichever ``a`` (an array or a sparse matrix) belongs to."""
+    if is_device_array(a):
+        import cupy
+
+        return cupy
+    return np
+
+
+def sparse_module(xp: Any) -> Any:
+    """scipy.sparse for numpy, cupyx.scipy.sparse for cupy."""
+    if xp is np:
+        import scipy.sparse as sp
+
+        return sp
+    import cupyx.scipy.sparse as csp
+
+    return csp
+
+
+def to_host(a: Any) -> Any:
+    """``a`` as a numpy array (a copy from the GPU; numpy arrays unchanged)."""
+    return a.get() if is_device_array(a) else a
+
+
+def synchronize(xp: Any) -> None:
+    """Wait for the GPU's queued work (for timings); nothing for numpy."""
+    if xp is not np:
+        xp.cuda.get_current_stream().synchronize()
 
 
 def faiss_gpu_count(faiss: Any) -> int:

@@ -1,12 +1,18 @@
 """Sparse linear algebra shared by the algorithms: conjugate gradient for many right-hand sides, the
 reverse Cuthill-McKee renumbering every sparse solve runs in, and a stopping rule that certifies the row
-argmax of an LGC solution."""
+argmax of an LGC solution.
+
+The solvers are generic over the array module of their right-hand sides (:func:`lgcexp.devices.array_module`):
+numpy arrays with a scipy.sparse matrix on the CPU, cupy arrays with a cupyx.scipy.sparse matrix on the GPU
+(cuSPARSE), the same code for both."""
 from __future__ import annotations
 
 import weakref
 from typing import Callable
 
 import numpy as np
+
+from .devices import array_module, sparse_module, to_host
 
 
 class NotConverged(RuntimeError):
@@ -28,11 +34,17 @@ def shifted_operator(S, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
 def as_columns(B: np.ndarray) -> tuple[np.ndarray, type, bool]:
     """(B as an (n, c) array in its solve precision, that dtype, whether B was a vector): a float32 B is
     solved in float32, anything else in float64."""
-    B = np.asarray(B)
+    xp = array_module(B)
+    B = xp.asarray(B)
     dt = np.float32 if B.dtype == np.float32 else np.float64
     B = B.astype(dt, copy=False)
     squeeze = B.ndim == 1
     return (B[:, None] if squeeze else B), dt, squeeze
+
+
+def _top(v) -> float:
+    """The largest entry of a vector (0.0 when empty), as a Python float (one transfer from a GPU)."""
+    return float(v.max()) if v.size else 0.0
 
 
 def block_cg(
@@ -50,7 +62,8 @@ def block_cg(
 
     Each column runs its own (Jacobi-preconditioned) conjugate gradient recursion, but the products with A
     are done for all columns together (one sparse-times-dense product per iteration), and the updates are
-    in place. A float32 ``B`` is solved in float32, anything else in float64. Stops when every column's
+    in place. A float32 ``B`` is solved in float32, anything else in float64. numpy or cupy arrays (with
+    a ``matvec`` of the same module): the work stays on B's device. Stops when every column's
     residual satisfies ``||r_j|| <= tol * ||b_j||``, or earlier when ``certify(X, R)`` says the current X
     is good enough for its use (e.g. :class:`ArgmaxCertificate`): it is asked once the worst relative
     residual is below ``certify_below``, first with the recursively updated residual and, when that
@@ -58,45 +71,48 @@ def block_cg(
     worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations.
     """
     B, dt, squeeze = as_columns(B)
+    xp = array_module(B)
     if X0 is None:
-        X = np.zeros_like(B)
+        X = xp.zeros_like(B)
         R = B.copy()
     else:
-        X = np.array(X0, dtype=dt).reshape(B.shape)
+        X = xp.array(X0, dtype=dt).reshape(B.shape)
         R = B - matvec(X)
-    bnorm = np.linalg.norm(B, axis=0)
+    bnorm = xp.linalg.norm(B, axis=0)
     bnorm[bnorm == 0] = 1.0
-    Minv = None if precond is None else np.asarray(precond, dtype=dt)[:, None]
+    Minv = None if precond is None else xp.asarray(precond, dtype=dt)[:, None]
     Z = R if Minv is None else Minv * R
     P = Z.copy()
-    T = np.empty_like(B)
-    rz = np.einsum("ij,ij->j", R, Z)
+    T = xp.empty_like(B)
+    rz = xp.einsum("ij,ij->j", R, Z)
     it = 0
-    rel = np.linalg.norm(R, axis=0) / bnorm
-    while rel.max(initial=0.0) > tol:
+    rel = xp.linalg.norm(R, axis=0) / bnorm
+    worst = _top(rel)
+    while worst > tol:
         if it >= maxiter:
-            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {rel.max():.2e})")
+            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {worst:.2e})")
         AP = matvec(P)
-        pAp = np.einsum("ij,ij->j", P, AP)
-        step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
-        np.multiply(P, step, out=T)
+        pAp = xp.einsum("ij,ij->j", P, AP)
+        step = xp.where(pAp > 0, rz / xp.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
+        xp.multiply(P, step, out=T)
         X += T
-        np.multiply(AP, step, out=AP)
+        xp.multiply(AP, step, out=AP)
         R -= AP
         Z = R if Minv is None else Minv * R
-        rz_new = np.einsum("ij,ij->j", R, Z)
-        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0).astype(dt)
+        rz_new = xp.einsum("ij,ij->j", R, Z)
+        beta = xp.where(rz > 0, rz_new / xp.where(rz > 0, rz, 1.0), 0.0).astype(dt)
         rz = rz_new
         P *= beta
         P += Z
         it += 1
-        rel = np.linalg.norm(R, axis=0) / bnorm
-        if certify is not None and tol < rel.max(initial=0.0) <= certify_below and certify(X, R):
+        rel = xp.linalg.norm(R, axis=0) / bnorm
+        worst = _top(rel)
+        if certify is not None and tol < worst <= certify_below and certify(X, R):
             R_true = B - matvec(X)
             if certify(X, R_true):
-                rel = np.linalg.norm(R_true, axis=0) / bnorm
+                worst = _top(xp.linalg.norm(R_true, axis=0) / bnorm)
                 break
-    return (X[:, 0] if squeeze else X), it, float(rel.max(initial=0.0))
+    return (X[:, 0] if squeeze else X), it, worst
 
 
 def multishift_cg(
@@ -126,46 +142,48 @@ def multishift_cg(
     system's. ``|zeta| <= 1``: every shifted residual is at most the base one, so stopping the base at
     ``tol`` (relative, per column) stops every shift there too. Columns are independent (their own
     scalars). ``select`` must pick entries of an (n, ncols) array (a row/element selection, no mixing).
+    Generic over B's array module (numpy or cupy with S of the same device; the results stay there).
     Returns (list of selected X_k in the order of ``alphas``, iterations, worst base relative residual).
     """
     B, dt, _ = as_columns(B)
+    xp = array_module(B)
     alphas = np.asarray(alphas, dtype=np.float64).ravel()
     a0 = float(alphas.max())
-    tau = (a0 / alphas - 1.0)[:, None]                      # (K, 1)
+    tau = xp.asarray((a0 / alphas - 1.0)[:, None])          # (K, 1)
     matvec = shifted_operator(S, a0)
     K = alphas.size
     R = B.copy()
     P = R.copy()
-    bnorm = np.linalg.norm(B, axis=0).astype(np.float64)
+    bnorm = xp.linalg.norm(B, axis=0).astype(np.float64)
     bnorm[bnorm == 0] = 1.0
-    rho = np.einsum("ij,ij->j", R, R).astype(np.float64)
+    rho = xp.einsum("ij,ij->j", R, R).astype(np.float64)
     ncol = B.shape[1]
     sel_r = select(R)
-    Xs = np.zeros((K,) + sel_r.shape, dtype=np.float64)
-    Ps = np.repeat(sel_r[None].astype(np.float64), K, axis=0)  # p^tau_0 = r_0
-    z_prev = np.ones((K, ncol))
-    z_cur = np.ones((K, ncol))
-    a_prev = np.ones(ncol)
-    b_prev = np.zeros(ncol)
+    Xs = xp.zeros((K,) + sel_r.shape, dtype=np.float64)
+    Ps = xp.repeat(sel_r[None].astype(np.float64), K, axis=0)  # p^tau_0 = r_0
+    z_prev = xp.ones((K, ncol))
+    z_cur = xp.ones((K, ncol))
+    a_prev = xp.ones(ncol)
+    b_prev = xp.zeros(ncol)
     bshape = (K,) + (1,) * (sel_r.ndim - 1) + (ncol,)
     it = 0
-    rel = np.sqrt(rho) / bnorm
-    while rel.max(initial=0.0) > tol:
+    worst = _top(xp.sqrt(rho) / bnorm)
+    while worst > tol:
         if it >= maxiter:
             raise NotConverged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
-                               f"(residual {rel.max():.2e})")
+                               f"(residual {worst:.2e})")
         AP = matvec(P)
-        pAp = np.einsum("ij,ij->j", P, AP).astype(np.float64)
-        a = np.where(pAp > 0, rho / np.where(pAp > 0, pAp, 1.0), 0.0)
+        pAp = xp.einsum("ij,ij->j", P, AP).astype(np.float64)
+        a = xp.where(pAp > 0, rho / xp.where(pAp > 0, pAp, 1.0), 0.0)
         AP *= a.astype(dt)
         R -= AP
-        rho_new = np.einsum("ij,ij->j", R, R).astype(np.float64)
-        b = np.where(rho > 0, rho_new / np.where(rho > 0, rho, 1.0), 0.0)
+        rho_new = xp.einsum("ij,ij->j", R, R).astype(np.float64)
+        b = xp.where(rho > 0, rho_new / xp.where(rho > 0, rho, 1.0), 0.0)
         # shifted scalars
         den = a_prev * z_prev * (1.0 + tau * a) + a * b_prev * (z_prev - z_cur)
         num = z_cur * z_prev * a_prev
-        z_next = np.where(den != 0, num / np.where(den != 0, den, 1.0), z_cur)
-        ratio = np.where(z_cur != 0, z_next / np.where(z_cur != 0, z_cur, 1.0), 0.0)
+        z_next = xp.where(den != 0, num / xp.where(den != 0, den, 1.0), z_cur)
+        ratio = xp.where(z_cur != 0, z_next / xp.where(z_cur != 0, z_cur, 1.0), 0.0)
         a_s = a * ratio                                     # (K, ncol)
         b_s = ratio ** 2 * b
         Xs += a_s.reshape(bshape) * Ps
@@ -176,10 +194,10 @@ def multishift_cg(
         z_prev, z_cur = z_cur, z_next
         a_prev, b_prev, rho = a, b, rho_new
         it += 1
-        rel = np.sqrt(rho) / bnorm
+        worst = _top(xp.sqrt(rho) / bnorm)
     # undo the scaling: X_k = (a0 / alpha_k) Y_k
-    out = [Xs[k] * (a0 / alphas[k]) for k in range(K)]
-    return out, it, float(rel.max(initial=0.0))
+    out = [Xs[k] * float(a0 / alphas[k]) for k in range(K)]
+    return out, it, worst
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -203,12 +221,14 @@ def _ordering_entry(S) -> dict:
     return entry
 
 
-def rcm_reordered(S, dtype=np.float64):
+def rcm_reordered(S, dtype=np.float64, xp=np):
     """``(S[perm][:, perm] as CSR in dtype with sorted indices, perm)``, perm the reverse Cuthill-McKee order
     of the symmetric sparse ``S``. Neighbours get nearby numbers, so ``S @ X`` reads X's rows from cache:
     on the MNIST 15-NN graph one product with 10 columns takes a third of the time. The permutation (it
     depends on the sparsity pattern only) and each dtype's renumbered copy are computed once per matrix
-    object and kept while it lives (a run's graph is reused by its P_LL and LGC solves).
+    object and kept while it lives (a run's graph is reused by its P_LL and LGC solves). ``xp=cupy``: the
+    renumbered matrix as a cupyx.scipy.sparse CSR on the GPU (copied there once, kept likewise); the
+    permutation stays a numpy array.
     """
     import scipy.sparse as sp
 
@@ -220,7 +240,12 @@ def rcm_reordered(S, dtype=np.float64):
         Sd = Sd[perm][:, perm].tocsr()
         Sd.sort_indices()
         entry[dt] = Sd
-    return entry[dt], entry["perm"]
+    if xp is np:
+        return entry[dt], entry["perm"]
+    key = (dt, xp.__name__)
+    if key not in entry:
+        entry[key] = sparse_module(xp).csr_matrix(entry[dt])
+    return entry[key], entry["perm"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -245,13 +270,19 @@ class ArgmaxCertificate:
     point: each entry is enlarged by ``(k + 3) eps (max|B| + (1 + alpha max_i sum_j S_ij) max|X|)``, k the
     most stored entries in a row of S, a bound on the rounding error of ``B - (I - alpha S) X``. A row whose
     exact scores tie can never be certified; the solver then stops at its ``tol`` as before.
+
+    The host arrays (degree, S, B) are read here; with ``xp=cupy`` the per-row constants are kept on the GPU
+    and the solver's X and R (cupy arrays) are checked there.
     """
 
-    def __init__(self, degree: np.ndarray, alpha: float, S, B: np.ndarray):
+    def __init__(self, degree: np.ndarray, alpha: float, S, B: np.ndarray, xp=np):
+        self.xp = xp
         d = np.asarray(degree, dtype=np.float64)
-        self.pos = d > 0
-        self.sqrt_d = np.sqrt(np.where(self.pos, d, 0.0))
-        self.inv_sqrt_d = np.where(self.pos, 1.0 / np.where(self.pos, self.sqrt_d, 1.0), 0.0)
+        pos = d > 0
+        sqrt_d = np.sqrt(np.where(pos, d, 0.0))
+        self.pos = xp.asarray(pos)
+        self.sqrt_d = xp.asarray(sqrt_d)
+        self.inv_sqrt_d = xp.asarray(np.where(pos, 1.0 / np.where(pos, sqrt_d, 1.0), 0.0))
         self.alpha = float(alpha)
         row_nnz = int(np.diff(S.indptr).max(initial=0)) if hasattr(S, "indptr") else S.shape[1]
         self.eps = float(np.finfo(B.dtype).eps) * (row_nnz + 3)
@@ -259,18 +290,18 @@ class ArgmaxCertificate:
         self.B_inf = float(np.abs(B).max(initial=0.0))
         self._gap_scale: float | None = None
         # the screen's bound holds for points of positive degree only: used when every point has one
-        self._screen = bool(self.pos.all())
-        self._gap_den = np.where(self.pos, self.sqrt_d, 1.0)
+        self._screen = bool(pos.all())
+        self._gap_den = xp.asarray(np.where(pos, sqrt_d, 1.0))
 
-    def _scaled(self, R: np.ndarray, slack: float) -> tuple[np.ndarray, float]:
-        Ra = np.abs(R).max(axis=1) + slack                              # max over columns, per row
-        return Ra, float((Ra * self.inv_sqrt_d).max(initial=0.0))
+    def _scaled(self, R, slack: float):
+        Ra = self.xp.abs(R).max(axis=1) + slack                         # max over columns, per row
+        return Ra, _top(Ra * self.inv_sqrt_d)
 
-    def bound(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
+    def bound(self, X, R):
         """Per-row bound on ``max_c |E_ic|`` (n,)."""
-        X_inf = float(np.abs(X).max(initial=0.0))
+        X_inf = _top(self.xp.abs(X).ravel())
         Ra, scaled = self._scaled(R, self.eps * (self.B_inf + (1.0 + self.alpha * self.S_rowsum) * X_inf))
-        return np.where(self.pos, self.sqrt_d * (scaled / (1.0 - self.alpha)), Ra)
+        return self.xp.where(self.pos, self.sqrt_d * (scaled / (1.0 - self.alpha)), Ra)
 
     def __call__(self, X: np.ndarray, R: np.ndarray) -> bool:
         if X.shape[1] < 2:
@@ -281,10 +312,12 @@ class ArgmaxCertificate:
             _, scaled = self._scaled(R, 0.0)
             if scaled / (1.0 - self.alpha) >= self._gap_scale:
                 return False
-        top2 = -np.partition(-X, 1, axis=1)[:, :2]
+        xp = self.xp
+        top2 = -xp.partition(-X, 1, axis=1)[:, :2]
         gap = top2[:, 0] - top2[:, 1]
-        self._gap_scale = float((gap / self._gap_den).min(initial=np.inf))
-        return bool(np.all(gap > 2.0 * self.bound(X, R)))
+        ratio = gap / self._gap_den
+        self._gap_scale = float(ratio.min()) if ratio.size else np.inf
+        return bool(xp.all(gap > 2.0 * self.bound(X, R)))
 
 
 def shifted_solve(
@@ -296,6 +329,7 @@ def shifted_solve(
     maxiter: int = 10_000,
     reorder: bool = True,
     degree: np.ndarray | None = None,
+    xp=None,
 ) -> tuple[np.ndarray, int, float]:
     """``(I - alpha S)^-1 B`` by conjugate gradient (:func:`block_cg`), in reverse Cuthill-McKee order
     (:func:`rcm_reordered`) when ``reorder`` and S is sparse, in B's precision (float32 or float64).
@@ -303,21 +337,33 @@ def shifted_solve(
     With ``degree`` (the row sums of the W of ``S = D^-1/2 W D^-1/2``) it stops as soon as the row argmax
     of X is certainly the exact solution's (:class:`ArgmaxCertificate`), otherwise (or when a row never
     certifies) at the relative residual ``tol`` per column. The renumbering only changes the order of the
-    sums inside each product. Returns (X in the original numbering, iterations, worst relative residual).
+    sums inside each product. ``xp``: the array module to solve in (numpy, or cupy for the GPU); None lets
+    :func:`lgcexp.devices.solve_module` choose (the GPU when there is one and the problem is large). S and
+    B are host arrays; X comes back as a numpy array in the original numbering, with (iterations, worst
+    relative residual).
     """
     import scipy.sparse as sp
 
-    B, dt, squeeze = as_columns(B)
+    from .devices import solve_module
+
+    B, dt, squeeze = as_columns(to_host(B))
     n = B.shape[0]
+    if xp is None:
+        xp = solve_module(B.size) if sp.issparse(S) else np
     perm = None
+    S_host = S
     if reorder and sp.issparse(S) and n > 1:
-        S, perm = rcm_reordered(S, dt)
+        S_host, perm = rcm_reordered(S, dt)
+        S, _ = rcm_reordered(S, dt, xp)
         B = B[perm]
+    elif xp is not np:
+        S = sparse_module(xp).csr_matrix(sp.csr_matrix(S, dtype=dt))
     certify = None
-    if degree is not None and sp.issparse(S):
+    if degree is not None and sp.issparse(S_host):
         deg = np.asarray(degree, dtype=np.float64)
-        certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S, B)
-    X, it, rel = block_cg(shifted_operator(S, alpha), B, tol=tol, maxiter=maxiter, certify=certify)
+        certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S_host, B, xp=xp)
+    X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B), tol=tol, maxiter=maxiter, certify=certify)
+    X = to_host(X)
     if perm is not None:
         out = np.empty_like(X)
         out[perm] = X

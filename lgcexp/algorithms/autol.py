@@ -64,6 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
+from ..devices import sparse_module, solve_module, to_host
 from ..linalg import block_cg, rcm_reordered, shifted_operator
 from ..locations import env_switch
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
@@ -79,6 +80,8 @@ DTYPES = ("float32", "float64")
 LOG_EPS = 1e-6  # the constant inside the logarithms of xent (authors' value) and ce
 #: working-set target for one block of right-hand sides in the P_LL solve (about an L2/L3 slice)
 _BLOCK_BYTES = 1 << 22
+#: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it
+_GPU_BLOCK_BYTES = 1 << 28
 
 
 def _tf():
@@ -107,20 +110,26 @@ def _power_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, t: int) -> np
 
 
 def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: int | None,
-                     reorder: bool) -> tuple[sp.csr_matrix, np.ndarray, int]:
+                     reorder: bool, xp: Any = np) -> tuple[Any, np.ndarray, int]:
     """S in ``dt`` (renumbered by reverse Cuthill-McKee with ``reorder``), the labelled rows in that
-    numbering, and the number of right-hand sides per block (about 4 MiB of working set per array)."""
+    numbering, and the number of right-hand sides per block (about 4 MiB of working set per array).
+    ``xp=cupy``: S as a cupyx.scipy.sparse CSR on the GPU (:func:`lgcexp.linalg.rcm_reordered`)."""
     n = S.shape[0]
     l = labeled.size
     if reorder and n > 1:
         # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
         # (computed once per graph and shared with the LGC solves, lgcexp.linalg.rcm_reordered)
-        Sd, perm = rcm_reordered(S, dt)
+        Sd, perm = rcm_reordered(S, dt, xp)
         pos = np.empty(n, dtype=np.int64)
         pos[perm] = np.arange(n)
         rows = pos[labeled]
     else:
         Sd, rows = sp.csr_matrix(S, dtype=dt), labeled
+        if xp is not np:
+            Sd = sparse_module(xp).csr_matrix(Sd)
+    if block is None and xp is not np:
+        # a GPU wants wide blocks (one SpMM over many columns); about 256 MiB per array
+        block = int(np.clip(_GPU_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 1024))
     if block is None:
         block = int(np.clip(_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 256))
     block = max(1, min(int(block), max(l, 1)))
@@ -140,6 +149,7 @@ def propagation_submatrix(
     block: int | None = None,
     reorder: bool = True,
     progress: bool = False,
+    xp: Any = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """``P_LL``: rows at ``labeled`` of ``(1 - alpha)(I - alpha S)^-1 E`` (an l x l float64 array).
 
@@ -149,7 +159,8 @@ def propagation_submatrix(
     so blocking changes no number. With ``reorder`` the graph is first renumbered by reverse Cuthill-McKee
     (P_LL does not depend on the numbering; only the summation order inside a row of S changes), which
     makes the sparse products several times faster on large graphs (MNIST). The exact ``P_LL`` is entrywise non-negative; CG round-off below ``tol``
-    can leave tiny negative entries, which are set to 0.
+    can leave tiny negative entries, which are set to 0. ``xp``: the array module the blocks are solved in
+    (numpy, or cupy on the GPU; None: :func:`lgcexp.devices.solve_module` chooses by the block's size).
     Returns (P_LL, stats) with stats ``seconds``, ``iterations`` (max over blocks), ``residual``.
     """
     t0 = time.perf_counter()
@@ -157,7 +168,12 @@ def propagation_submatrix(
     n = S.shape[0]
     l = labeled.size
     dt = np.dtype(dtype)
-    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder)
+    if xp is None:
+        xp = solve_module(n * min(l, 32))
+    if solver != "cg":
+        xp = np
+    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
+    rows_x = xp.asarray(rows)
     P = np.zeros((l, l))
     iters, resid = 0, 0.0
     starts = range(0, l, block)
@@ -169,8 +185,8 @@ def propagation_submatrix(
     try:
         for s0 in starts:
             cols = np.arange(s0, min(l, s0 + block))
-            E = np.zeros((n, cols.size), dtype=dt)
-            E[rows[cols], np.arange(cols.size)] = 1.0
+            E = xp.zeros((n, cols.size), dtype=dt)
+            E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
             if solver == "cg":
                 X, it, rel = block_cg(shifted_operator(Sd, alpha), E, tol=tol, maxiter=maxiter)
                 X *= 1.0 - alpha
@@ -178,7 +194,7 @@ def propagation_submatrix(
             else:
                 X = _power_columns(Sd, E, alpha, t)
                 iters = t
-            P[:, cols] = X[rows]
+            P[:, cols] = to_host(X[rows_x])
             if bar is not None:
                 bar.update(cols.size)
     finally:
@@ -202,6 +218,7 @@ def propagation_submatrices(
     reorder: bool = True,
     diagonal_only: bool = False,
     scale: bool = True,
+    xp: Any = None,
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """``P_LL`` for every alpha in ``alphas`` from one Krylov space (multi-shift CG,
     :func:`lgcexp.linalg.multishift_cg`): the same matrices :func:`propagation_submatrix` (``solver='cg'``)
@@ -210,7 +227,7 @@ def propagation_submatrices(
 
     ``scale=False`` leaves out the factor ``1 - alpha`` (``(I - alpha S)^-1`` itself, AutoD's P);
     ``diagonal_only`` returns the diagonals ``P_ii`` (l,) instead of the l x l blocks. Tiny negative
-    round-off entries are set to 0, as in :func:`propagation_submatrix`.
+    round-off entries are set to 0, as in :func:`propagation_submatrix`. ``xp`` as there.
     Returns (list in the order of ``alphas``, stats ``seconds``, ``iterations``, ``residual``, ``block``).
     """
     from ..linalg import multishift_cg
@@ -220,16 +237,20 @@ def propagation_submatrices(
     n, l = S.shape[0], labeled.size
     alphas = np.asarray(alphas, dtype=np.float64).ravel()
     dt = np.dtype(dtype)
-    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder)
+    if xp is None:
+        xp = solve_module(n * min(l, 32))
+    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
+    rows_x = xp.asarray(rows)
     out = [np.zeros(l) if diagonal_only else np.zeros((l, l)) for _ in alphas]
     iters, resid = 0, 0.0
     for s0 in range(0, l, block):
         cols = np.arange(s0, min(l, s0 + block))
-        E = np.zeros((n, cols.size), dtype=dt)
-        E[rows[cols], np.arange(cols.size)] = 1.0
-        r_c = rows[cols]
-        pick = (lambda M, r=r_c: M[r, np.arange(r.size)]) if diagonal_only else (lambda M: M[rows])
+        E = xp.zeros((n, cols.size), dtype=dt)
+        r_c = xp.asarray(rows[cols])
+        E[r_c, xp.arange(cols.size)] = 1.0
+        pick = (lambda M, r=r_c: M[r, xp.arange(r.size)]) if diagonal_only else (lambda M: M[rows_x])
         Xs, it, rel = multishift_cg(Sd, E, alphas, pick, tol=tol, maxiter=maxiter)
+        Xs = [to_host(X) for X in Xs]
         iters, resid = max(iters, it), max(resid, rel)
         for k, X in enumerate(Xs):
             if diagonal_only:
