@@ -74,7 +74,7 @@ def gpu_module() -> Any:
             import cupy
 
             _cupy = cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
-        except Exception:  # not installed, no driver, no device
+        except Exception:  # noqa: BLE001 - not installed, no driver, no device: the CPU
             _cupy = None
     return _cupy
 

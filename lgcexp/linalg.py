@@ -8,7 +8,7 @@ numpy arrays with a scipy.sparse matrix on the CPU, cupy arrays with a cupyx.sci
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -303,13 +303,20 @@ class ArgmaxCertificate:
         Ra, scaled = self._scaled(R, self.eps * (self.B_inf + (1.0 + self.alpha * self.S_rowsum) * X_inf))
         return self.xp.where(self.pos, self.sqrt_d * (scaled / (1.0 - self.alpha)), Ra)
 
-    def __call__(self, X: np.ndarray, R: np.ndarray) -> bool:
+    @property
+    def screen_weight(self):
+        """The per-row weights of the screen (``1 / sqrt(d_i)``), None when the screen is not used."""
+        return self.inv_sqrt_d if self._screen else None
+
+    def __call__(self, X: np.ndarray, R: np.ndarray, screen: float | None = None) -> bool:
+        """``screen``: ``max_i max_c |R_ic| / sqrt(d_i)`` when the caller has it already (the fused CG pass
+        computes it while updating R), else computed here."""
         if X.shape[1] < 2:
             return True
         # a cheap screen first (one pass over R): the bound's factor against twice the smallest gap / sqrt(d)
         # of the last full check (gaps settle long before the residual does); only the full check decides
         if self._screen and self._gap_scale is not None:
-            _, scaled = self._scaled(R, 0.0)
+            scaled = self._scaled(R, 0.0)[1] if screen is None else screen
             if scaled / (1.0 - self.alpha) >= self._gap_scale:
                 return False
         xp = self.xp
@@ -318,6 +325,113 @@ class ArgmaxCertificate:
         ratio = gap / self._gap_den
         self._gap_scale = float(ratio.min()) if ratio.size else np.inf
         return bool(xp.all(gap > 2.0 * self.bound(X, R)))
+
+
+#: the fused multi-threaded CG (:mod:`lgcexp.kernels`, numba) serves CPU solves with at least this many
+#: right-hand-side entries (n x columns); smaller ones keep numpy/scipy (and do not import numba)
+FUSED_MIN_ENTRIES = 500_000
+
+
+def fused_available(entries: int) -> bool:
+    """Whether a CPU solve of ``entries`` right-hand-side entries takes the fused path: large enough,
+    ``LGCEXP_FUSED`` not switched off, and numba importable."""
+    from .locations import env_switch
+
+    if entries < FUSED_MIN_ENTRIES or not env_switch("LGCEXP_FUSED"):
+        return False
+    try:
+        from . import kernels  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: id(S) -> (weak reference to S, its row chunks for the fused kernels)
+_CHUNKS: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+
+
+def _row_chunks(S) -> np.ndarray:
+    from .kernels import row_chunks
+
+    hit = _CHUNKS.get(id(S))
+    if hit is not None and hit[0]() is S:
+        return hit[1]
+    b = row_chunks(S.indptr)
+    key = id(S)
+    _CHUNKS[key] = (weakref.ref(S, lambda _, k=key: _CHUNKS.pop(k, None)), b)
+    return b
+
+
+def fused_shifted_cg(
+    S,
+    alpha: float,
+    B: np.ndarray,
+    *,
+    tol: float = 1e-10,
+    maxiter: int = 10_000,
+    certify: ArgmaxCertificate | None = None,
+    certify_below: float = 1e-3,
+) -> tuple[np.ndarray, int, float]:
+    """:func:`block_cg` on ``(I - alpha S) X = B`` (no preconditioner) with the fused, multi-threaded
+    kernels of :mod:`lgcexp.kernels`: three passes over the n x c blocks per iteration instead of about a
+    dozen, S read once by all threads. The same recursion and stopping rules; the column sums are taken in
+    another order (float64 per fixed row chunk), so the iterates agree with :func:`block_cg`'s to round-off
+    (the relative residual is ``sqrt(sum R^2) / ||b||``). ``S``: CSR with sorted indices (e.g.
+    :func:`rcm_reordered`'s), ``B`` an (n, c) float64 or float32 array. The certificate's screen comes
+    from the update pass (no pass of its own). Returns (X, iterations, worst relative residual).
+    """
+    from .kernels import parallel_section
+
+    B, dt, squeeze = as_columns(B)
+    B = np.ascontiguousarray(B)
+    data = S.data if S.data.dtype == dt else S.data.astype(dt)
+    indptr, indices = S.indptr, S.indices
+    bounds = _row_chunks(S)
+    nch, c = bounds.size - 1, B.shape[1]
+    dots = np.zeros((nch, c))
+    rmax = np.zeros(nch)
+    neg_alpha = np.array([-alpha], dtype=dt)
+    weight = certify.screen_weight if certify is not None else None
+    weight = np.zeros(0) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    X = np.zeros_like(B)
+    R = B.copy()
+    P = R.copy()
+    AP = np.empty_like(B)
+    bnorm = np.linalg.norm(B, axis=0)
+    bnorm[bnorm == 0] = 1.0
+    rz = np.einsum("ij,ij->j", R, R).astype(np.float64)
+    it = 0
+    worst = _top(np.sqrt(rz) / bnorm)
+    with parallel_section():
+        X, it, worst = _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds,
+                                   dots, rmax, weight, dt, tol, maxiter, certify, certify_below)
+    return (X[:, 0] if squeeze else X), it, worst
+
+
+def _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds, dots, rmax,
+                weight, dt, tol, maxiter, certify, certify_below):
+    from .kernels import cg_update, direction_update, shifted_product_dot
+
+    while worst > tol:
+        if it >= maxiter:
+            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {worst:.2e})")
+        shifted_product_dot(indptr, indices, data, P, neg_alpha, AP, bounds, dots)
+        pAp = dots.sum(axis=0)
+        step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
+        cg_update(X, R, P, AP, step, bounds, dots, weight, rmax)
+        rz_new = dots.sum(axis=0)
+        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0).astype(dt)
+        rz = rz_new
+        direction_update(P, R, beta, bounds)
+        it += 1
+        worst = _top(np.sqrt(rz) / bnorm)
+        if certify is not None and tol < worst <= certify_below and certify(X, R, float(rmax.max()) if weight.size else None):
+            shifted_product_dot(indptr, indices, data, X, neg_alpha, AP, bounds, dots)
+            R_true = B - AP
+            if certify(X, R_true):
+                worst = _top(np.linalg.norm(R_true, axis=0) / bnorm)
+                break
+    return X, it, worst
 
 
 def shifted_solve(
@@ -362,7 +476,10 @@ def shifted_solve(
     if degree is not None and sp.issparse(S_host):
         deg = np.asarray(degree, dtype=np.float64)
         certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S_host, B, xp=xp)
-    X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B), tol=tol, maxiter=maxiter, certify=certify)
+    if xp is np and perm is not None and fused_available(B.size):
+        X, it, rel = fused_shifted_cg(S, alpha, B, tol=tol, maxiter=maxiter, certify=certify)
+    else:
+        X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B), tol=tol, maxiter=maxiter, certify=certify)
     X = to_host(X)
     if perm is not None:
         out = np.empty_like(X)

@@ -13,10 +13,17 @@
    cache: conjugate gradient in the graph's own numbering to 1e-10 (before), in reverse Cuthill-McKee order
    to 1e-10, and in RCM order stopped by the argmax certificate (tol 1e-10 as the fallback); one sparse
    product with 10 columns in float64 and float32, with and without RCM. Same run, so ratios compare.
+4. One CG iteration with 10 right-hand sides on that graph (issue 24): numpy/scipy (:func:`lgcexp.linalg.block_cg`)
+   against the fused numba kernels (:func:`lgcexp.linalg.fused_shifted_cg`) with 1 thread and with
+   :func:`lgcexp.kernels.kernel_threads` threads, each 20 iterations / 20, against the measured bandwidth
+   floor of an iteration: one streaming read of S's data, indices and row pointers plus one copy (read and
+   write) of each of the four n x 10 blocks CG touches (X, R, P, AP), by numba kernels on the same threads;
+   and the warm certified LGC solve (numpy/scipy path, ``LGCEXP_FUSED=0``, against the fused path).
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
     python scripts/bench_speed.py [--quick]     # writes results/bench/speed.json and speed.md
+    python scripts/bench_speed.py --only cg_iteration   # section 4 only (speed_cg_iteration.json/.md)
     python scripts/bench.py --only speed        # the same as a section of bench.json
 
 ``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
@@ -175,10 +182,131 @@ def lgc_solve(quick: bool) -> dict:
     return out
 
 
-def run(quick: bool = False) -> dict:
+_FLOOR_SRC = """
+import numpy as np
+from numba import njit, prange
+
+@njit(parallel=True, nogil=True)
+def read_sum(a, b, c):
+    s = 0.0
+    for i in prange(a.size):
+        s += a[i]
+    t = 0
+    for i in prange(b.size):
+        t += b[i]
+    for i in prange(c.size):
+        t += c[i]
+    return s + t
+
+@njit(parallel=True, nogil=True)
+def copy(src, dst):
+    for i in prange(src.size):
+        dst[i] = src[i]
+"""
+
+
+def _floor_kernels():
+    ns: dict = {}
+    exec(compile(_FLOOR_SRC, "<bench_speed floor>", "exec"), ns)  # noqa: S102 - our own source
+    return ns["read_sum"], ns["copy"]
+
+
+def cg_iteration(quick: bool) -> dict:
+    """Section 4: one CG iteration with 10 columns, numpy/scipy vs fused, against the bandwidth floor."""
+    import numba
+
+    from lgcexp import kernels
+    from lgcexp.linalg import (
+        NotConverged,
+        block_cg,
+        fused_shifted_cg,
+        rcm_reordered,
+        shifted_operator,
+        shifted_solve,
+    )
+
+    name = "isolet" if quick else "mnist"
+    data, split, g = _graph_and_labels(name)
+    S, _ = rcm_reordered(g.S)
+    n, m = S.shape[0], 20
+    B = np.ascontiguousarray(np.random.default_rng(0).random((n, 10)))
+    read_sum, copy = _floor_kernels()
+    blocks = [np.random.default_rng(i).random(n * 10) for i in range(4)]
+    dst = np.empty(n * 10)
+
+    def floor():
+        read_sum(S.data, S.indices, S.indptr)
+        for b in blocks:
+            copy(b, dst)
+
+    def iterations(fn):
+        def go():
+            try:
+                fn()
+            except NotConverged:
+                pass
+        return go
+
+    numpy_iter = iterations(lambda: block_cg(shifted_operator(S, 0.9), B, tol=0.0, maxiter=m))
+    fused_iter = iterations(lambda: fused_shifted_cg(S, 0.9, B, tol=0.0, maxiter=m))
+    out = {"dataset": name, "n": n, "nnz_S": int(S.nnz), "columns": 10,
+           "bytes_S": int(S.data.nbytes + S.indices.nbytes + S.indptr.nbytes), "bytes_block": int(n * 10 * 8),
+           "kernel_threads": kernels.kernel_threads(), "numba_threading_layer": None}
+    env_before = os.environ.get("OMP_NUM_THREADS")
+    try:
+        for threads in sorted({1, kernels.kernel_threads()}):
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+            numba.set_num_threads(threads)
+            floor(), fused_iter()                                   # compile / warm
+            _, t_floor, c_floor = _timed(floor, 10)
+            _, t_fused, c_fused = _timed(fused_iter, 5)
+            tag = f"{threads}thread"
+            out[f"floor_ms_{tag}"] = 1e3 * t_floor
+            out[f"floor_cpu_ms_{tag}"] = 1e3 * c_floor
+            out[f"fused_iteration_ms_{tag}"] = 1e3 * t_fused / m
+            out[f"fused_iteration_cpu_ms_{tag}"] = 1e3 * c_fused / m
+            out[f"fused_over_floor_{tag}"] = t_fused / m / t_floor
+    finally:
+        if env_before is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = env_before
+    out["numba_threading_layer"] = numba.threading_layer()
+    numpy_iter()
+    _, t_np, c_np = _timed(numpy_iter, 5)
+    out["numpy_iteration_ms"] = 1e3 * t_np / m
+    out["numpy_iteration_cpu_ms"] = 1e3 * c_np / m
+    t1 = out["floor_ms_1thread"]
+    out["numpy_over_floor_1thread"] = out["numpy_iteration_ms"] / t1
+    # one thread: CPU seconds are the work itself, without the waits of a busy machine
+    out["fused_over_floor_1thread_cpu"] = out["fused_iteration_cpu_ms_1thread"] / out["floor_cpu_ms_1thread"]
+    out["numpy_over_floor_1thread_cpu"] = out["numpy_iteration_cpu_ms"] / out["floor_cpu_ms_1thread"]
+    for k in [k for k in out if k.startswith("fused_iteration_ms_")]:
+        out[f"speedup_{k[len('fused_iteration_ms_'):]}_vs_numpy"] = out["numpy_iteration_ms"] / out[k]
+    # the warm certified LGC solve, both paths (same run)
+    Y = np.zeros((data.n, data.n_classes))
+    Y[split.labeled, split.y_observed] = 1
+    sols = {}
+    for tag, flag in (("numpy", "0"), ("fused", "1")):
+        os.environ["LGCEXP_FUSED"] = flag
+        shifted_solve(g.S, Y, 0.9, degree=g.degree)
+        (F, it, _), t, c = _timed(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree), 3)
+        sols[tag] = F
+        out[f"lgc_solve_{tag}_s"], out[f"lgc_solve_{tag}_cpu_s"], out[f"lgc_solve_{tag}_iterations"] = t, c, it
+    os.environ.pop("LGCEXP_FUSED", None)
+    out["lgc_solve_speedup"] = out["lgc_solve_numpy_s"] / out["lgc_solve_fused_s"]
+    out["lgc_solve_rows_argmax_differs"] = int((sols["numpy"].argmax(1) != sols["fused"].argmax(1)).sum())
+    return out
+
+
+SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration")
+
+
+def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     out = {"loadavg_start": os.getloadavg()[0]}
-    for name, fn in (("startup", lambda: startup()), ("compiled_step", lambda: compiled_step(quick)),
-                     ("lgc_solve", lambda: lgc_solve(quick))):
+    fns = {"startup": lambda: startup(), "compiled_step": lambda: compiled_step(quick),
+           "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick)}
+    for name, fn in ((k, fns[k]) for k in SECTIONS if k in only):
         print(f"[speed] {name} ...", flush=True)
         for k, v in fn().items():
             out[f"{name}.{k}"] = v
@@ -189,13 +317,14 @@ def run(quick: bool = False) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", nargs="*", choices=SECTIONS, default=list(SECTIONS))
     ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
     a = ap.parse_args()
-    report = run(a.quick)
+    report = run(a.quick, tuple(a.only))
     print(json.dumps(report, indent=1, default=float))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = "speed_quick" if a.quick else "speed"
+    stem = ("speed_quick" if a.quick else "speed") + ("" if set(a.only) == set(SECTIONS) else "_" + "_".join(a.only))
     (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=float))
     lines = ["# lgcexp start-up, compiled AutoL step and LGC solve", "", "| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in report.items()]

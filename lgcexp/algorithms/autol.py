@@ -63,8 +63,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..devices import solve_module, sparse_module, to_host
 from ..graph import Graph
-from ..devices import sparse_module, solve_module, to_host
 from ..linalg import block_cg, rcm_reordered, shifted_operator
 from ..locations import env_switch
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
@@ -530,7 +530,7 @@ _COMPACT_BLOCK = 8
 _COMPACT_GAIN = 0.8
 
 
-def _narrowed_layout(model: "LooModel", W: np.ndarray, m: np.ndarray,
+def _narrowed_layout(model: LooModel, W: np.ndarray, m: np.ndarray,
                      width: int) -> tuple[np.ndarray, np.ndarray, int] | None:
     """``(index, A3 of the labels still in play, its width)`` for a step that reads only their columns of
     ``A3``, or None when that would not narrow the step in use (``width``) by a fifth.

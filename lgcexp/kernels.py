@@ -1,0 +1,151 @@
+"""Fused, multi-threaded kernels of one conjugate-gradient iteration on ``(I - alpha S) X = B`` (numba).
+
+scipy's CSR x dense product is single-threaded and every dense update of a CG iteration is its own pass over
+the n x c blocks (with temporaries). These kernels do an iteration in three passes, each split into
+:data:`CHUNKS` fixed row ranges run on numba's threads (``prange``):
+
+1. ``AP = P - alpha S P`` and the column sums of ``P * AP`` (one read of S and P, one write of AP);
+2. ``X += step P``, ``R -= step AP``, the column sums of ``R * R`` and ``max_i max_c |R_ic| w_i`` (the argmax
+   certificate's screen, :class:`lgcexp.linalg.ArgmaxCertificate`);
+3. ``P = beta P + R``.
+
+Each entry is computed with the same floating-point operations in the same order as the numpy/scipy path
+(``S @ P`` row by row in index order, then ``* -alpha``, then ``+ P``; the updates likewise); only the
+column sums (float64) are summed in another order: per chunk, then the chunks in order. The chunks are
+fixed by the matrix (equal shares of its stored entries), not by the number of threads, so the result is
+the same on any machine. Imported only for large solves (numba's import costs about half a second); the
+compiled code is cached on disk (``cache=True``).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from numba import njit, prange, uint64
+
+#: fixed row ranges per matrix (a multiple of common core counts), independent of the thread count
+CHUNKS = 48
+
+
+def kernel_threads() -> int:
+    """Threads for the kernels: ``OMP_NUM_THREADS`` when set (joblib's loky workers get ``cores // jobs``
+    there, so parallel sweep workers do not oversubscribe the cores), else the CPUs this process may use;
+    at most numba's own limit. The rule of the kNN self-join (:func:`lgcexp.graph.selfjoin.search_threads`)."""
+    import os
+
+    import numba
+
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        n = int(env)
+    else:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            n = os.cpu_count() or 1
+    return max(1, min(n, numba.config.NUMBA_NUM_THREADS))
+
+
+@contextlib.contextmanager
+def parallel_section():
+    """numba's threads set to :func:`kernel_threads` for the block, taking the row chunks one at a time
+    (``parallel_chunksize(1)``) rather than one equal share each, so a pre-empted thread holds up less."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(kernel_threads())
+    try:
+        with numba.parallel_chunksize(1):
+            yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def row_chunks(indptr: np.ndarray, chunks: int = CHUNKS) -> np.ndarray:
+    """``chunks + 1`` row boundaries splitting the rows into ranges of about equal stored entries."""
+    n = indptr.size - 1
+    targets = np.linspace(0, indptr[-1], chunks + 1)
+    b = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    b[0], b[-1] = 0, n
+    return np.maximum.accumulate(np.clip(b, 0, n))
+
+
+#: columns per register block of the sparse product
+_COLS = 16
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def shifted_product_dot(indptr, indices, data, P, neg_alpha, AP, bounds, dots):  # pragma: no cover - jitted
+    """``AP = P + neg_alpha * (S @ P)`` and ``dots[t, :] = sum over chunk t's rows of P * AP``."""
+    nch = bounds.size - 1
+    c = P.shape[1]
+    cu = uint64(c)
+    na = neg_alpha[0]
+    Pf = P.ravel()
+    APf = AP.ravel()
+    for t in prange(nch):
+        acc = np.zeros(c)
+        y = np.zeros(_COLS, dtype=P.dtype)
+        for i in range(bounds[t], bounds[t + 1]):
+            o = uint64(i) * cu
+            lo, hi = uint64(indptr[i]), uint64(indptr[i + 1])
+            for q0 in range(0, c, _COLS):           # blocks of up to 16 columns, unsigned flat indexing
+                w = uint64(min(_COLS, c - q0))
+                for q in range(w):
+                    y[q] = 0
+                for jj in range(lo, hi):
+                    v = data[jj]
+                    b = uint64(indices[jj]) * cu + uint64(q0)
+                    for q in range(w):
+                        y[q] += v * Pf[b + q]
+                for q in range(w):
+                    k = o + uint64(q0) + q
+                    p = Pf[k]
+                    a = y[q] * na
+                    a = a + p
+                    APf[k] = a
+                    acc[q0 + q] += np.float64(p) * np.float64(a)
+        for q in range(c):
+            dots[t, q] = acc[q]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def cg_update(X, R, P, AP, step, bounds, dots, weight, rmax):  # pragma: no cover - jitted
+    """``X += step P``, ``R -= step AP`` (step per column); ``dots[t, :]`` the column sums of ``R * R`` over
+    chunk t, ``rmax[t]`` the largest ``max_c |R_ic| * weight_i`` there (0 when ``weight`` is empty)."""
+    nch = bounds.size - 1
+    c = P.shape[1]
+    use_w = weight.size > 0
+    for t in prange(nch):
+        acc = np.zeros(c)
+        m = 0.0
+        for i in range(bounds[t], bounds[t + 1]):
+            x = X[i]
+            r = R[i]
+            p = P[i]
+            ap = AP[i]
+            ri = 0.0
+            for q in range(c):
+                x[q] += p[q] * step[q]
+                rq = r[q] - ap[q] * step[q]
+                r[q] = rq
+                acc[q] += np.float64(rq) * np.float64(rq)
+                ri = max(ri, abs(np.float64(rq)))
+            if use_w:
+                m = max(m, ri * weight[i])
+        for q in range(c):
+            dots[t, q] = acc[q]
+        rmax[t] = m
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def direction_update(P, R, beta, bounds):  # pragma: no cover - jitted
+    """``P = P * beta + R`` (beta per column)."""
+    nch = bounds.size - 1
+    c = P.shape[1]
+    for t in prange(nch):
+        for i in range(bounds[t], bounds[t + 1]):
+            p = P[i]
+            r = R[i]
+            for q in range(c):
+                p[q] = p[q] * beta[q] + r[q]
