@@ -19,9 +19,18 @@ compiled code is cached on disk (``cache=True``).
 from __future__ import annotations
 
 import contextlib
+import os
 
+import numba
 import numpy as np
 from numba import njit, prange, uint64
+
+# numba's own thread pool (workqueue) unless the user chose one: its idle threads sleep, where OpenMP's spin;
+# with three short parallel passes per CG iteration on a machine shared with other processes, spinning
+# threads took the cores the others needed (2 threads: 59 ms per MNIST iteration under OpenMP, 34 ms under
+# workqueue, 32 ms with 1 thread; load average 6 on 2 cores). It does not nest, and the kernels do not.
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = "workqueue"
 
 #: fixed row ranges per matrix (a multiple of common core counts), independent of the thread count
 CHUNKS = 48
@@ -31,10 +40,6 @@ def kernel_threads() -> int:
     """Threads for the kernels: ``OMP_NUM_THREADS`` when set (joblib's loky workers get ``cores // jobs``
     there, so parallel sweep workers do not oversubscribe the cores), else the CPUs this process may use;
     at most numba's own limit. The rule of the kNN self-join (:func:`lgcexp.graph.selfjoin.search_threads`)."""
-    import os
-
-    import numba
-
     env = os.environ.get("OMP_NUM_THREADS", "").strip()
     if env.isdigit() and int(env) > 0:
         n = int(env)
@@ -50,8 +55,6 @@ def kernel_threads() -> int:
 def parallel_section():
     """numba's threads set to :func:`kernel_threads` for the block, taking the row chunks one at a time
     (``parallel_chunksize(1)``) rather than one equal share each, so a pre-empted thread holds up less."""
-    import numba
-
     before = numba.get_num_threads()
     numba.set_num_threads(kernel_threads())
     try:

@@ -17,7 +17,8 @@ Each section is timed on both devices in the same process, in this order, while 
    S = D^-1/2 W D^-1/2 from each list by lgcexp's own code; neighbour lists and S compared.
 2. ``lgc``: the LGC solve ``(I - 0.9 S) F = Y`` (100 labels, seed 0, the CPU graph on both devices) by
    :func:`lgcexp.linalg.shifted_solve` (RCM order, argmax certificate), and without the certificate to
-   1e-10; warm (renumbering and transfer done once before), best of 3; argmax of every point compared;
+   1e-10 (on the CPU the fused numba kernels when numba is installed, ``cpu_path``); warm (renumbering and
+   transfer done once before), best of 3; argmax of every point compared;
    "end to end": the search + W + S + the first (cold) certified solve on each device.
 3. ``cg_iter``: one conjugate-gradient iteration with 10 right-hand sides (float64 and float32): 20
    iterations of :func:`lgcexp.linalg.block_cg` divided by 20, and the bare sparse product S @ V.
@@ -212,7 +213,10 @@ def sec_lgc(ctx, r):
             say(f"lgc: {tag} {best:.3f}s, {it} iterations")
     from lgcexp import devices
 
+    from lgcexp.linalg import fused_available
+
     r["auto_module_for_this_solve"] = devices.solve_module(Y.size).__name__  # what lgc_propagate would use
+    r["cpu_path"] = "fused numba kernels" if fused_available(Y.size) else "numpy/scipy block_cg"
     ref = preds["cpu_tol1e-10"]
     for tag, p in preds.items():
         r[f"{tag}_argmax_differs_from_cpu_tol1e-10"] = int(np.sum(p != ref))
