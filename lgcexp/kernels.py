@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 import numba
 import numpy as np
@@ -51,17 +52,24 @@ def kernel_threads() -> int:
     return max(1, min(n, numba.config.NUMBA_NUM_THREADS))
 
 
+#: the workqueue pool must not be entered by two Python threads at once (numba aborts the process): the
+#: fused solves of a process run one at a time
+_POOL_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def parallel_section():
     """numba's threads set to :func:`kernel_threads` for the block, taking the row chunks one at a time
-    (``parallel_chunksize(1)``) rather than one equal share each, so a pre-empted thread holds up less."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(kernel_threads())
-    try:
-        with numba.parallel_chunksize(1):
-            yield
-    finally:
-        numba.set_num_threads(before)
+    (``parallel_chunksize(1)``) rather than one equal share each, so a pre-empted thread holds up less; one
+    such block per process at a time."""
+    with _POOL_LOCK:
+        before = numba.get_num_threads()
+        numba.set_num_threads(kernel_threads())
+        try:
+            with numba.parallel_chunksize(1):
+                yield
+        finally:
+            numba.set_num_threads(before)
 
 
 def row_chunks(indptr: np.ndarray, chunks: int = CHUNKS) -> np.ndarray:

@@ -106,3 +106,16 @@ def test_shifted_solve_takes_the_fused_path_for_large_problems(monkeypatch):
     F0, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
     assert len(calls) == 1                          # switched off: the numpy/scipy path
     assert np.array_equal(F.argmax(1), F0.argmax(1)) and np.array_equal(F.argmax(1), _dense(g, Y, 0.9).argmax(1))
+
+
+def test_fused_solves_from_several_python_threads_take_turns():
+    """numba's workqueue pool aborts the process when two threads enter it at once; the lock serialises."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    g, _ = random_graph(300, 5, seed=5)
+    S, _ = rcm_reordered(g.S)
+    B = np.random.default_rng(5).random((g.n, 3))
+    ref = fused_shifted_cg(S, 0.9, B, tol=1e-12)[0]
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(lambda _: fused_shifted_cg(S, 0.9, B, tol=1e-12)[0], range(8)))
+    assert all(np.array_equal(o, ref) for o in outs)
