@@ -1,0 +1,86 @@
+"""The solvers' array-module plumbing (lgcexp.linalg, the P_LL blocks) run with a stand-in for CuPy: a module
+object that is not numpy but forwards to it, so every ``xp is not np`` branch (device copies of S, the
+certificate's constants, wide P_LL blocks, host transfers) runs on the CPU; results must equal numpy's."""
+import types
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import random_graph
+from lgcexp import devices, linalg
+from lgcexp.algorithms import autol
+
+
+class _FakeStream:
+    def synchronize(self):
+        pass
+
+
+def _fake_cupy():
+    fake = types.ModuleType("fakecupy")
+    fake.__getattr__ = lambda name: getattr(np, name)
+    fake.cuda = types.SimpleNamespace(get_current_stream=lambda: _FakeStream())
+    return fake
+
+
+@pytest.fixture
+def xp(monkeypatch):
+    fake = _fake_cupy()
+    for mod in (linalg, autol):
+        monkeypatch.setattr(mod, "sparse_module", lambda m: sp)
+    monkeypatch.setattr(devices, "sparse_module", lambda m: sp)
+    return fake
+
+
+def test_shifted_solve_with_another_array_module_equals_numpy(xp):
+    g, _ = random_graph(120, 5, seed=0)
+    Y = np.zeros((g.n, 3))
+    Y[np.arange(15), np.arange(15) % 3] = 1
+    ref, it_ref, _ = linalg.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=np)
+    out, it, _ = linalg.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=xp)
+    assert it == it_ref and np.array_equal(out, ref)
+    S_dev, _ = linalg.rcm_reordered(g.S, np.float64, xp)
+    assert linalg.rcm_reordered(g.S, np.float64, xp)[0] is S_dev         # copied to the device once
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pll_blocks_with_another_array_module_equal_numpy(xp, dtype):
+    g, _ = random_graph(150, 5, seed=1)
+    lab = np.arange(0, 150, 7)
+    ref, _ = autol.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, block=8, xp=np)
+    out, st = autol.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, block=8, xp=xp)
+    assert np.array_equal(out, ref)
+    wide, st = autol.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, xp=xp)   # the GPU's wide blocks
+    assert st["block"] == lab.size
+    np.testing.assert_allclose(wide, ref, atol=1e-5 if dtype == "float32" else 1e-9)
+    refs, _ = autol.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=np)
+    outs, _ = autol.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=xp)
+    diag, _ = autol.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=xp, diagonal_only=True)
+    for a, b, d in zip(refs, outs, diag):
+        assert np.array_equal(a, b) and np.array_equal(d, np.diag(a))
+
+
+def test_solve_module_picks_the_gpu_only_for_large_problems(monkeypatch):
+    fake = _fake_cupy()
+    monkeypatch.setattr(devices, "gpu_module", lambda: fake)
+    assert devices.solve_module(devices.GPU_MIN_ENTRIES) is fake
+    assert devices.solve_module(devices.GPU_MIN_ENTRIES - 1) is np
+    monkeypatch.setattr(devices, "gpu_module", lambda: None)
+    assert devices.solve_module(10 ** 9) is np
+
+
+def test_without_cupy_there_is_no_gpu_module(monkeypatch):
+    monkeypatch.setattr(devices, "_cupy", False)
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_cupy(name, *a, **k):
+        if name.split(".")[0] == "cupy":
+            raise ImportError("no cupy here")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    assert devices.gpu_module() is None
+    assert devices.to_host(np.ones(2)) is not None and devices.array_module(np.ones(2)) is np
