@@ -6,8 +6,8 @@ import types
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import random_graph
+
 from lgcexp import devices, linalg
 from lgcexp.algorithms import autol
 
