@@ -161,3 +161,83 @@ def test_docs_agree_on_a_cache_directory_that_is_a_file(tmp_path, monkeypatch):
     faults = " ".join((ROOT / "docs" / "faults.md").read_text().split())
     assert "A cache directory that is a regular file is refused by the CLI before the run" in faults
     assert "a cache directory that is a file" in (ROOT / "README.md").read_text()
+
+
+KILLER = '''
+"""A noise model that kills its own process for seed 1 (a worker the OOM killer took) and flips nothing."""
+import os
+import signal
+
+from lgcexp.noise.base import RATE, NoiseModel
+
+
+class Killer(NoiseModel):
+    name = "killer"
+    _parameter_constraints = {"rate": RATE}
+
+    def __init__(self, rate=0.0):
+        self.rate = rate
+
+    def _corrupt(self, y, c, seed):
+        if seed == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return y.copy(), y != y
+'''
+
+
+def test_a_killed_parallel_worker_does_not_abort_the_sweep(tmp_path):
+    """hydra/launcher=parallel, 2 workers, 3 jobs; the job of seed 1 kills its worker: the other two still
+    run, every job is counted, the summary is printed and the exit code is 1."""
+    pkg, conf = tmp_path / "pkg", tmp_path / "conf" / "noise"
+    pkg.mkdir()
+    conf.mkdir(parents=True)
+    (pkg / "killer_noise.py").write_text(KILLER)
+    (conf / "killer.yaml").write_text("_target_: killer_noise.Killer\nname: killer\nrate: 0.0\n")
+    env = {**os.environ, "LGCEXP_OUTPUT_DIR": str(tmp_path / "out"), "LGCEXP_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(pkg), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "LGCEXP_JOBS": "2"}
+    p = subprocess.run([sys.executable, "-m", "lgcexp.cli", "-m", "noise=killer", "seed=0,1,2",
+                        "hydra/launcher=parallel", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+                        "progress=false"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "lgcexp: sweep finished: 2 done, 0 skipped, 1 failed" in p.stdout, p.stdout + p.stderr
+    results = sorted((tmp_path / "out" / "multirun").rglob("result.json"))
+    assert sorted(json.loads(r.read_text())["seed"] for r in results) == [0, 2]
+    assert "seed=1_" in p.stdout.split("sweep finished")[1]  # the summary names the failed job's directory
+    assert "Traceback" not in p.stdout
+
+
+def test_a_sweep_job_that_records_nothing_is_counted_failed(tmp_path, monkeypatch, capsys):
+    """A full disk: the job failed and neither error.json nor its ledger entry could be written. The
+    ledger still counts it (from the launch record) and the sweep reports a failure."""
+    from omegaconf import OmegaConf
+
+    from lgcexp import callbacks
+
+    sweep_dir = tmp_path / "multirun"
+    cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}, "mode": "MULTIRUN"}})
+    ledger = callbacks.SweepLedger()
+    ledger.on_multirun_start(cfg)
+    done, full = sweep_dir / "a", sweep_dir / "b"
+    done.mkdir(parents=True)
+    (done / "result.json").write_text("{}")
+    for d in (done, full):
+        callbacks.note_launched(str(d))
+    job = OmegaConf.create({"hydra": {"mode": "MULTIRUN", "runtime": {"output_dir": str(done)}, "job": {"num": 0}}})
+    from hydra.core.utils import JobReturn, JobStatus
+    from lgcexp.runner import DONE, JobOutcome, _OUTCOMES
+
+    _OUTCOMES[str(done.resolve())] = JobOutcome(DONE, done)
+    ledger.on_job_end(job, JobReturn(status=JobStatus.COMPLETED))
+    # job b's worker could write nothing at all (ENOSPC): no ledger file, no error.json, no result.json
+    ledger.on_multirun_end(cfg)
+    out = capsys.readouterr().out
+    assert "lgcexp: sweep finished: 1 done, 0 skipped, 1 failed" in out and callbacks.last_sweep_failed()
+    # a ledger that could not even be created (the disk full from the start): every launched job counted
+    monkeypatch.setattr(Path, "mkdir", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
+    ledger.on_multirun_start(cfg)
+    assert ledger.ledger is None
+    monkeypatch.undo()
+    callbacks.note_launched(str(full))
+    ledger.on_multirun_end(cfg)
+    assert "lgcexp: sweep finished: 0 done, 0 skipped, 1 failed" in capsys.readouterr().out
