@@ -91,7 +91,8 @@ def _random_setting(rng: random.Random) -> dict:
     if builder == "knn_approx" and rng.random() < 0.5:
         graph["nprobe"] = rng.choice([4, 8])
     return {"seed": rng.randrange(3), "graph": graph, "noise": {"name": "uniform", "rate": rng.choice([0.0, 0.2])},
-            "algo": {"name": "lgc", "params": {"alpha": rng.choice([0.5, 0.99, 1, 1.0]), "cmn": rng.choice([True, None])}},
+            "algo": {"name": "lgc",
+                     "params": {"alpha": rng.choice([0.5, 0.99, 1, 1.0]), "cmn": rng.choice([True, None])}},
             "eig": {"p": rng.choice([100, 300])}, "detect": {"cut": rng.choice(["consensus", "both"])}}
 
 
