@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import socket
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,25 @@ STATUSES = ("done", "skipped", "failed")
 
 #: counts of the last sweep that ended in this process (None before any)
 _LAST: dict[str, Any] | None = None
+#: the running sweep, as the launching process sees it: the output directory of every job launched (from
+#: lgcexp's sweeper), entries it recorded itself (a job whose worker died; a ledger file that could not be
+#: written by a job run in this process) and when the sweep started
+_SWEEP: dict[str, Any] = {"launched": {}, "entries": [], "start": 0.0}
+#: precedence of the statuses of one job directory recorded twice (a batch relaunched after a worker died)
+_RANK = {"done": 2, "skipped": 1, "failed": 0}
+NO_OUTCOME = ("no outcome recorded: its worker died, or its ledger entry could not be written "
+              "(a full disk?)")
+
+
+def note_launched(out_dir: str) -> None:
+    """Called by lgcexp's sweeper for every job it launched (so a job that records nothing still counts)."""
+    _SWEEP["launched"][str(Path(out_dir).resolve())] = None
+
+
+def note_failed(out_dir: str, error: str) -> None:
+    """Called by lgcexp's sweeper for a job whose launch raised (its worker was killed)."""
+    note_launched(out_dir)
+    _SWEEP["entries"].append({"status": "failed", "dir": str(Path(out_dir).resolve()), "error": error[:1000]})
 
 
 def last_sweep_counts() -> dict[str, Any] | None:
@@ -94,6 +114,7 @@ class SweepLedger(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _LAST
         _LAST = None
+        _SWEEP.update(launched={}, entries=[], start=time.time())
         root = Path(str(config.hydra.sweep.dir)).resolve() / LEDGER_DIR
         _remove_dead_ledgers(root)
         ledger = root / f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -127,31 +148,59 @@ class SweepLedger(Callback):
         name = f"{int(config.hydra.job.num):06d}-{uuid.uuid4().hex[:8]}.json"
         try:
             atomic_write_text(Path(self.ledger) / name, json.dumps(entry))
-        except OSError as exc:
+        except OSError as exc:  # run in the launching process (basic launcher): keep it in memory instead
             log.warning("cannot record job %s in the sweep ledger (%s)", out_dir, exc)
+            _SWEEP["entries"].append(entry)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global _LAST
-        if self.ledger is None:
-            return
-        ledger = Path(self.ledger)
-        counts: dict[str, Any] = {s: 0 for s in STATUSES}
-        failed_dirs: list[str] = []
-        for f in sorted(ledger.glob("*.json")):
+        ledger = None if self.ledger is None else Path(self.ledger)
+        entries: list[dict[str, Any]] = list(_SWEEP["entries"])
+        for f in sorted(ledger.glob("*.json")) if ledger is not None else []:
             try:
-                entry = json.loads(f.read_text())
+                entries.append(json.loads(f.read_text()))
             except (OSError, ValueError):
-                entry = {"status": "failed", "dir": str(f)}
-            status = entry.get("status") if entry.get("status") in STATUSES else "failed"
+                entries.append({"status": "failed", "dir": str(f)})
+        # one status per job directory (a relaunched job may have two entries: the better one counts)
+        by_dir: dict[str, str] = {}
+        shown: dict[str, str] = {}  # the directory as the job spelled it
+        for e in entries:
+            status = e.get("status") if e.get("status") in STATUSES else "failed"
+            d = str(Path(str(e.get("dir"))).resolve())
+            shown.setdefault(d, str(e.get("dir")))
+            if d not in by_dir or _RANK[status] > _RANK[by_dir[d]]:
+                by_dir[d] = status
+        # a launched job with no entry: its files say what became of it
+        for d in _SWEEP["launched"]:
+            if d not in by_dir:
+                by_dir[d] = _status_from_files(Path(d), _SWEEP["start"])
+        if ledger is None and not by_dir:
+            log.warning("the sweep's jobs could not be counted (no ledger, no launch record)")
+            return
+        counts: dict[str, Any] = {s: 0 for s in STATUSES}
+        for status in by_dir.values():
             counts[status] += 1
-            if status == "failed":
-                failed_dirs.append(str(entry.get("dir")))
-        counts["failed_dirs"] = failed_dirs
+        counts["failed_dirs"] = [shown.get(d, d) for d, s in by_dir.items() if s == "failed"]
         _LAST = counts
-        print(summary_line(counts, str(ledger.parent.parent)), flush=True)
-        shutil.rmtree(ledger, ignore_errors=True)
-        try:
-            ledger.parent.rmdir()  # only when no other sweep is running here
-        except OSError:
-            pass
+        print(summary_line(counts, str(Path(str(config.hydra.sweep.dir)).resolve())), flush=True)
+        _SWEEP.update(launched={}, entries=[])
+        if ledger is not None:
+            shutil.rmtree(ledger, ignore_errors=True)
+            try:
+                ledger.parent.rmdir()  # only when no other sweep is running here
+            except OSError:
+                pass
         self.ledger = None
+
+
+def _status_from_files(out_dir: Path, start: float) -> str:
+    """The status of a launched job that recorded none: done when its result.json was written during this
+    sweep, skipped when it is older, failed when there is none."""
+    from .records import RESULT_FILE
+
+    try:
+        mtime = (out_dir / RESULT_FILE).stat().st_mtime
+    except OSError:
+        log.error("job %s: %s", out_dir, NO_OUTCOME)
+        return "failed"
+    return "done" if mtime >= start else "skipped"

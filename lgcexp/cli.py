@@ -205,9 +205,12 @@ def preflight(argv: list[str]) -> None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
         line = str(exc).strip().splitlines()
-        raise UserError(f"cannot parse the command line: {line[0] if line else exc}") from None
+        hint = ("; quote a value with characters Hydra reserves, keeping the quotes from the shell: "
+                "\"dataset.sep=';'\"") if line and "LexerNoViableAlt" in line[0] else ""
+        raise UserError(f"cannot parse the command line: {line[0] if line else exc}{hint}") from None
+    everything = parsed
     # Hydra's own settings (hydra.*, hydra/launcher=...) are Hydra's business, except the search path,
-    # which may add config groups (plug-ins)
+    # which may add config groups (plug-ins), and the launcher of a sweep (checked below)
     parsed = [o for o in parsed if not o.key_or_group.startswith("hydra") or o.key_or_group == "hydra.searchpath"]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=_conf_dir(), version_base="1.3"):
@@ -215,16 +218,59 @@ def preflight(argv: list[str]) -> None:
             bad = next(o for o in parsed if o.is_sweep_override())
             raise UserError(f"{bad.input_line} is not allowed: a list of values is a sweep; add -m (multirun)")
         checked_paths = False
+        plans: list = []
         for job in _job_overrides(parsed):
             try:
                 cfg = _compose(job)
             except (HydraException, OmegaConfBaseException) as exc:
                 raise _composition_error(exc, job, parsed) from None
             container = to_container(cfg)
-            plan(container)
+            plans.append(plan(container))
             if not checked_paths:
                 check_paths(container, output=True)
                 checked_paths = True
+        _check_unused(parsed, plans)
+        if multirun or _config_is_multirun(parsed):
+            _check_launcher(everything)
+
+
+def _check_unused(parsed: list, plans: list) -> None:
+    """Refuse an option typed on the command line that no job of it would use, where the user plainly meant
+    something by it: ``loss=`` for a method with a loss parameter of its own (AutoD: ``algo.params.loss``), and
+    ``eig.p=`` where no method takes its eigenpair count from it (SIIS uses ``algo.params.m``; LGC none).
+    A sweep with one job that uses it is fine (the others are the sweeper's duplicates)."""
+    typed = {o.get_key_element().lstrip("+~"): o.input_line for o in parsed}
+    if "loss" in typed and plans and not any(p.algorithm.losses for p in plans):
+        own = next((p for p in plans if "loss" in p.algorithm._parameter_constraints), None)
+        if own is not None:
+            name = own.algorithm.name
+            choices = own.algorithm._parameter_constraints["loss"][0]
+            raise UserError(f"{typed['loss']} is not allowed for algo={name}: the top-level loss is AutoL's; "
+                            f"{name}'s own leave-one-out loss is algo.params.loss ({choices})")
+    if "eig.p" in typed and plans and not any(p.n_eigenpairs == p.config["eig"]["p"] for p in plans):
+        p = plans[0]
+        name = p.algorithm.name
+        why = (f"it computes {p.n_eigenpairs} eigenpairs, set by its own parameters"
+               + (" (algo.params.m)" if "m" in p.algorithm._parameter_constraints else "")
+               if p.n_eigenpairs else "it computes no eigenpairs")
+        raise UserError(f"{typed['eig.p']} is not allowed with algo={name}: {why}")
+
+
+def _check_launcher(parsed: list) -> None:
+    """A sweep's launcher options (hydra/launcher=..., hydra.launcher.*, LGCEXP_JOBS): lgcexp/launchers.py."""
+    from hydra import compose
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .launchers import check_launcher
+
+    first = [o.input_line if not o.is_sweep_override() else f"{o.get_key_element()}={next(o.sweep_string_iterator())}"
+             for o in parsed]
+    try:
+        cfg = compose(config_name="config", overrides=first, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise _composition_error(exc, first, parsed) from None
+    check_launcher(cfg.hydra.launcher)
 
 
 def main(argv: list[str] | None = None) -> None:

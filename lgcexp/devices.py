@@ -162,7 +162,13 @@ def tensorflow_device() -> str | None:
 
 
 def report() -> dict[str, Any]:
-    """result.json's ``device`` block (faiss imported only if it was imported already)."""
+    """result.json's ``device`` block. faiss is imported here when installed, so a run whose graph came from
+    the cache (faiss not used) records the same ``faiss`` device as the run that built it."""
     faiss = sys.modules.get("faiss")
+    if faiss is None:
+        try:
+            import faiss  # noqa: F811
+        except ImportError:
+            faiss = None
     return {"faiss": faiss_device(faiss) if faiss is not None else ("cpu" if _force_cpu else None),
             "tensorflow": tensorflow_device()}

@@ -112,7 +112,7 @@ def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray,
 
 def record(p: RunPlan, data: Dataset, graph: Graph, graph_hit: bool, eig: Any, eig_hit: bool | None,
            metrics: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
-    """Stage 7: the result record of one run."""
+    """After stage 6 (evaluate): the result record of one run."""
     c = p.config
     return {
         "dataset": data.name,

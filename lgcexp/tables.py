@@ -2,7 +2,7 @@
 labelled accuracy) with the paper's reported numbers beside ours.
 
 ``lgcexp-tables --root results/runs`` reads every ``result.json`` (and ``error.json``) below the root,
-writes ``results/runs.csv`` (one row per run) and ``results/tables/`` (Markdown, CSV, LaTeX per table).
+writes ``results/tables/`` (Markdown, CSV, LaTeX per table) and ``runs.csv`` (one row per run) beside it.
 ``lgcexp-tables --from-csv results/runs.csv`` rebuilds the tables from that one-row-per-run table instead
 (a clone has the committed ``runs.csv`` but not the run directories).
 Means and standard deviations are over seeds, population sd (ddof=0) as the paper's authors computed them,
@@ -11,7 +11,10 @@ in percent with two decimals. The paper's reported numbers ship inside the packa
 
 Runs are grouped by noise model (the runs table's ``noise`` column; ``uniform`` where a record or an older
 runs table lacks it) as well as by noise rate: the paper's tables hold uniform-noise runs only, and each
-other model gets its own table pair with no paper column (:func:`table_specs`). After the tables,
+other model, and each other data set, gets its own table pair with no paper column (:func:`table_specs`).
+A table column is a method plus, in brackets, whatever its runs' recorded configs differ in besides seed and
+noise rate (``LGC [alpha=0.5]``, ``LGC [graph=knn_approx]``; :func:`label_methods`), so a cell never averages
+two settings. After the tables,
 :func:`main` writes the figures and ``REPORT.md`` (:mod:`lgcexp.report`) unless ``--no-report``.
 """
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .cache import atomic_write_text
+from .cache import _canonical, atomic_write_text, stable_hash
 from .records import ERROR_FILE, RESULT_FILE
 
 #: (algo, loss) -> the method's name in the paper's tables
@@ -68,6 +71,9 @@ PAPER_TABLES = [
     ("table2b_mnist_labeled", "MNIST", "labeled", "MNIST (100/70000 labels): accuracy on labelled examples after label correction"),
 ]
 
+#: the data sets of the paper's tables (every other data set gets tables of ours only)
+PAPER_DATASETS = tuple(dict.fromkeys(d for _, d, _, _ in PAPER_TABLES))
+
 #: the paper's reported numbers, inside the package (``lgcexp/resources/paper_reported.csv``)
 REPORTED_RESOURCE = ("resources", "paper_reported.csv")
 
@@ -89,7 +95,16 @@ PAPER_NOISE = "uniform"
 RUN_COLUMNS = ["dataset", "algo", "loss", "method", "noise", "noise_rate", "seed", "n", "n_labeled", "n_flipped",
                "acc_unlabeled", "acc_labeled", "acc_labeled_lgc", "n_dropped", "detect_precision", "detect_recall",
                "detect_f1", "detect_auc", "detect_ap", "detect_precision_at_k", "n_label_issues", "detect_false_alarms",
-               "detect_suggest_acc", "seconds_total", "config_hash", "run_dir"]
+               "detect_suggest_acc", "seconds_total", "config_hash", "run_dir", "setting"]
+
+#: config keys that a table cell averages over (a cell = one setting, its seeds, at one noise rate)
+CELL_KEYS = ("seed", "noise.rate")
+#: the order of config sections in a column's bracket (``LGC [graph=knn_approx, graph.k=15, alpha=0.5]``)
+SECTION_ORDER = ("graph", "algo", "eig", "detect", "labels", "noise", "dataset")
+#: a column name's bracket: the settings that tell it apart from the other runs of its method
+_BRACKET = re.compile(r" \[.*\]$")
+#: a key missing from a run's config (another graph builder's parameter)
+_ABSENT = "<absent>"
 
 
 def load_reported(path: str | Path | None = None) -> pd.DataFrame:
@@ -119,6 +134,114 @@ def run_method_name(r: dict[str, Any]) -> str:
     return method_name(algo, r.get("loss"))
 
 
+def flat_config(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config as ``{"graph.k": 10, "algo.params.alpha": 0.99, ...}`` (lists kept as JSON text)."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flat_config(v, key + "."))
+        else:
+            out[key] = json.dumps(v) if isinstance(v, (list, tuple)) else v
+    return out
+
+
+def run_setting(r: dict[str, Any]) -> str | None:
+    """A run's setting: its recorded effective config (the one its ``config_hash`` hashes) without the keys a
+    table cell averages over (:data:`CELL_KEYS`), as compact JSON; None for a record without ``config``."""
+    config = r.get("config")
+    if not isinstance(config, dict):
+        return None
+    flat = {k: v for k, v in flat_config(_canonical(config)).items() if k not in CELL_KEYS}
+    return json.dumps(flat, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _short_key(key: str) -> str:
+    """``algo.params.alpha`` -> ``alpha``, ``graph.name`` -> ``graph``; other keys as typed on the command line."""
+    if key.startswith("algo.params."):
+        return key[len("algo.params."):]
+    return key[:-len(".name")] if key.endswith(".name") else key
+
+
+def _key_order(key: str) -> tuple[int, bool, str]:
+    section = key.split(".", 1)[0]
+    rank = SECTION_ORDER.index(section) if section in SECTION_ORDER else len(SECTION_ORDER)
+    return rank, not key.endswith(".name"), key
+
+
+def _fmt(v: Any) -> str:
+    """A value as typed on the command line (``0.5``, ``true``, ``null``); distinct floats stay distinct."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _is_selector(key: str) -> bool:
+    """``graph.name``, ``algo.name``, ...: a key that decides which other keys of its section exist."""
+    return key.count(".") == 1 and key.endswith(".name")
+
+
+def setting_labels(settings: list[dict[str, Any]]) -> list[str]:
+    """The bracket of each run of one method in one table: every config key whose value differs between
+    those runs (seed and noise rate aside), so two runs share a bracket only when their settings are equal.
+
+    A graph builder's (or other section's) own parameters are named only where they differ between runs
+    of the same builder: ``graph=knn_approx`` rather than every parameter the two builders do not share.
+    Two different settings differ at a key; if they agree on every ``<section>.name`` the key differs within
+    their group and is shown in both, otherwise the differing ``<section>.name`` is shown: the brackets differ."""
+    keys = sorted({k for s in settings for k in s}, key=_key_order)
+    value = lambda s, k: _fmt(s.get(k, _ABSENT))  # noqa: E731
+    varying = [k for k in keys if len({value(s, k) for s in settings}) > 1]
+    selectors = [k for k in varying if _is_selector(k)]
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for s in settings:
+        groups.setdefault(tuple(value(s, k) for k in selectors), []).append(s)
+    labels = []
+    for s in settings:
+        group = groups[tuple(value(s, k) for k in selectors)]
+        shown = [k for k in varying if k in selectors or len({value(g, k) for g in group}) > 1]
+        labels.append(", ".join(f"{_short_key(k)}={value(s, k)}" for k in shown))
+    return labels
+
+
+def base_method(names: pd.Series) -> pd.Series:
+    """The method of a column name, without its bracket (``LGC [alpha=0.5]`` -> ``LGC``)."""
+    return names.astype(str).str.replace(_BRACKET, "", regex=True)
+
+
+def label_methods(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with ``method`` set to the table column of each run: the method (:func:`run_method_name`)
+    plus, in brackets, everything in which its recorded setting (the ``setting`` column, :func:`run_setting`)
+    differs from the other runs of the same method in the same table (dataset, noise model), e.g.
+    ``LGC [alpha=0.5]`` beside ``LGC [alpha=0.99]``. Runs with equal settings keep the bare name, so the
+    paper's tables keep theirs. A runs table without ``setting`` (written before it was recorded) keeps its
+    names; rows without one beside rows with one are marked ``[setting=unrecorded]``. Idempotent."""
+    if not len(runs) or "setting" not in runs or "method" not in runs:
+        return runs
+    runs = runs.copy()
+    runs["method"] = base_method(runs["method"])
+    raw = runs["setting"]
+    known = raw.notna() & (raw.astype(str) != "")
+    keys = pd.DataFrame({"ds": runs["dataset"].astype(str).str.upper(), "model": noise_models(runs),
+                         "method": runs["method"]}, index=runs.index)
+    for _, idx in keys.groupby(["ds", "model", "method"], sort=False).groups.items():
+        k = idx[known[idx].to_numpy()]
+        texts = list(dict.fromkeys(raw[k].astype(str)))
+        if len(texts) + (len(k) < len(idx)) <= 1:
+            continue  # one setting (or none recorded): the bare name
+        labels = dict(zip(texts, setting_labels([json.loads(t) for t in texts])))
+        # one recorded setting beside unrecorded rows: nothing to list, so its hash tells it apart
+        labels = {t: label or f"setting={stable_hash(t, 8)}" for t, label in labels.items()}
+        if len(set(labels.values())) < len(labels):  # cannot happen (see setting_labels); never average anyway
+            labels = {t: f"setting={stable_hash(t, 8)}" for t in texts}
+        for i in idx:
+            label = labels.get(str(raw[i])) if known[i] else "setting=unrecorded"
+            runs.at[i, "method"] = f"{runs.at[i, 'method']} [{label}]"
+    return runs
+
+
 def collect(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, failures) under ``root``; a run directory with both files counts as done."""
     rows, fails = [], []
@@ -126,6 +249,7 @@ def collect(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         r = json.loads(path.read_text())
         row: dict[str, Any] = {k: r.get(k) for k in RUN_COLUMNS if k in r}
         row["method"] = run_method_name(r)
+        row["setting"] = run_setting(r)
         row["noise"] = r.get("noise") or PAPER_NOISE  # records written before the noise model was recorded
         row["seconds_total"] = round(sum((r.get("stage_seconds") or {}).values()), 3)
         row["run_dir"] = str(path.parent.relative_to(root))
@@ -137,7 +261,8 @@ def collect(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         fails.append({"run_dir": str(path.parent.relative_to(root)), "error": e.get("error"), "type": e.get("type")})
     runs = pd.DataFrame(rows, columns=[c for c in RUN_COLUMNS if any(c in r for r in rows)] or RUN_COLUMNS)
     if len(runs):
-        runs = runs.drop_duplicates("config_hash").sort_values(["dataset", "method", "noise_rate", "seed"])
+        runs = label_methods(runs.drop_duplicates("config_hash"))
+        runs = runs.sort_values(["dataset", "method", "noise_rate", "seed"])
     return runs.reset_index(drop=True), pd.DataFrame(fails, columns=["run_dir", "error", "type"])
 
 
@@ -152,8 +277,9 @@ def noise_models(runs: pd.DataFrame) -> pd.Series:
 def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean and population sd over seeds, in percent, per dataset, noise model, noise level and method.
 
-    ``noise`` is the noise level in percent (as in the tables), ``noise_model`` the noise model's name."""
-    df = runs.copy()
+    ``noise`` is the noise level in percent (as in the tables), ``noise_model`` the noise model's name. The
+    methods are the table columns of :func:`label_methods`: a cell never averages two settings."""
+    df = label_methods(runs).copy()
     df["noise_model"] = noise_models(runs)
     df["noise"] = (100 * df["noise_rate"].astype(float)).round().astype(int)
     df["DATASET"] = df["dataset"].str.upper()
@@ -226,8 +352,10 @@ def star_legend(methods: list[str], reported: pd.DataFrame) -> str:
 
 
 def _method_order(methods: list[str]) -> list[str]:
+    """The paper's order of methods; a method's settings (``LGC [alpha=0.5]``) beside it."""
     order = list(METHOD_NAMES.values())
-    return sorted(methods, key=lambda m: (order.index(m) if m in order else len(order), m))
+    base = lambda m: _BRACKET.sub("", m)  # noqa: E731
+    return sorted(methods, key=lambda m: (order.index(base(m)) if base(m) in order else len(order), base(m), m))
 
 
 def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metric: str) -> str:
@@ -238,8 +366,9 @@ def render_markdown(cmp: pd.DataFrame, others: pd.DataFrame, caption: str, metri
                   "quoted: the value the paper quotes from Gong et al. (2017) or Lu et al. (2015) for a method lgcexp "
                   "reruns under the paper's protocol (same graph, seeds, labelled sets and flips). "
                   "Δ = ours − reported; ✓ when |Δ| ≤ max(1, reported sd).")
-    else:  # another noise model than the paper's: nothing to compare with
-        legend = "Ours: mean ± sd over seeds (population sd). The paper reports no numbers for this noise model."
+    else:  # another noise model or data set than the paper's: nothing to compare with
+        what = "noise model" if cmp.attrs.get("dataset", PAPER_DATASETS[0]) in PAPER_DATASETS else "data set"
+        legend = f"Ours: mean ± sd over seeds (population sd). The paper reports no numbers for this {what}."
     lines = [f"### {caption}", "", legend, ""]
     lines.append("| Noise | " + " | ".join(methods) + " |")
     lines.append("|---|" + "---|" * len(methods))
@@ -330,7 +459,7 @@ def table_specs(agg: pd.DataFrame) -> list[dict[str, Any]]:
         if ((agg["dataset"] == ds) & (models == PAPER_NOISE)).any():
             specs.append({"stem": stem, "dataset": ds, "metric": metric, "caption": caption,
                           "noise_model": PAPER_NOISE, "paper": True})
-    for ds in dict.fromkeys(d for _, d, _, _ in PAPER_TABLES):
+    for ds in PAPER_DATASETS:
         own = [t for t in PAPER_TABLES if t[1] == ds]
         number = re.match(r"table(\d+)", own[0][0]).group(1)
         letter = ord("a") + len(own)
@@ -341,6 +470,14 @@ def table_specs(agg: pd.DataFrame) -> list[dict[str, Any]]:
                               "metric": metric, "caption": f"{head}, {model} noise: {what}", "noise_model": model,
                               "paper": False})
                 letter += 1
+    # any other data set: a pair (unlabelled, labelled) per noise model, ours only
+    for ds in sorted(set(agg["dataset"]) - set(PAPER_DATASETS)) if len(agg) else []:
+        for model in sorted(set(models[agg["dataset"] == ds]), key=lambda m: (m != PAPER_NOISE, m)):
+            tag = ds.lower() if model == PAPER_NOISE else f"{ds.lower()}_{model}"
+            for metric, what in (("unlabeled", "accuracy on unlabelled examples"),
+                                 ("labeled", "accuracy on labelled examples after label correction")):
+                specs.append({"stem": f"table_{tag}_{metric}", "dataset": ds, "metric": metric,
+                              "caption": f"{ds}, {model} noise: {what}", "noise_model": model, "paper": False})
     return specs
 
 
@@ -355,6 +492,7 @@ def write_tables(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
     for spec in table_specs(agg):
         ds, metric, caption, model = spec["dataset"], spec["metric"], spec["caption"], spec["noise_model"]
         cmp = compare(agg, reported, ds, metric, model)
+        cmp.attrs["dataset"] = ds
         if spec["paper"]:
             others = reported[(reported["dataset"] == ds) & (reported["source"] != "paper")]
             csv = cmp
@@ -417,7 +555,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lgcexp-tables", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default="results/runs", help="directory holding run directories (result.json)")
     ap.add_argument("--out", default="results/tables", help="where to write the tables")
-    ap.add_argument("--runs-csv", default="results/runs.csv", help="the tidy one-row-per-run table (written)")
+    ap.add_argument("--runs-csv", default=None,
+                    help="the tidy one-row-per-run table (written); default: runs.csv beside --out "
+                         "(results/runs.csv for the default --out)")
     ap.add_argument("--from-csv", default=None, metavar="RUNS_CSV",
                     help="build the tables from this one-row-per-run table (e.g. results/runs.csv) instead of --root")
     ap.add_argument("--reported", default=None,
@@ -429,13 +569,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-report", action="store_true",
                     help="tables only: skip the figures and REPORT.md (lgcexp/report.py)")
     a = ap.parse_args(argv)
+    if a.runs_csv is None:
+        a.runs_csv = str(Path(a.out).parent / "runs.csv")
     reported = load_reported(a.reported)
     if a.from_csv is not None:
         src = Path(a.from_csv)
         if not src.is_file():
             print(f"lgcexp-tables: error: --from-csv {src} is not a file", file=sys.stderr)
             return 2
-        runs = pd.read_csv(src)
+        runs = label_methods(pd.read_csv(src))
         missing = [c for c in ("dataset", "method", "noise_rate", "acc_unlabeled", "acc_labeled") if c not in runs]
         if missing:
             print(f"lgcexp-tables: error: --from-csv {src} lacks the column(s) {', '.join(missing)}", file=sys.stderr)
@@ -455,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs, fails = collect(root)
     if a.merge and Path(a.runs_csv).is_file():
-        runs = merge_runs(pd.read_csv(a.runs_csv), runs)
+        runs = label_methods(merge_runs(pd.read_csv(a.runs_csv), runs))  # brackets over old and new runs alike
     atomic_write_text(Path(a.runs_csv), runs.to_csv(index=False))
     provenance = provenance_line(a.command)
     written = write_tables(runs, reported, Path(a.out), provenance)

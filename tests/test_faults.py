@@ -228,7 +228,7 @@ def test_sweep_counts_done_skipped_failed_and_exits_1(tmp_path, launcher):
 
 
 def test_crashed_job_is_failed_not_skipped(tmp_path):
-    args = ("algo=siis", "eig.p=20", "eig.solver=lanczos", "+eig.ncv=3", "seed=0")  # ARPACK raises ValueError
+    args = ("algo=siis", "algo.params.m=20", "eig.solver=lanczos", "+eig.ncv=3", "seed=0")  # ARPACK raises ValueError
     crash = sweep(tmp_path, *args)
     assert crash.returncode == 1 and counts(crash.stdout) == (0, 0, 1)
     assert "skipped, already done" not in crash.stdout  # the old bug: a crashed job was reported as skipped

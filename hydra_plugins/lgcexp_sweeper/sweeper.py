@@ -44,6 +44,12 @@ class LgcexpSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
         self._seen: set[str] = set()  # jobs launched by earlier batches (their overrides, ignored keys left out)
 
+    def sweep(self, arguments: list[str]):
+        """BasicSweeper's sweep through a launcher that counts every job and survives a dead worker."""
+        if not isinstance(self.launcher, _CountingLauncher):
+            self.launcher = _CountingLauncher(self.launcher, self._job_dir)
+        return super().sweep(arguments)
+
     # -- hooks of BasicSweeper.sweep ---------------------------------------------------------------------
     def get_job_batch(self) -> Sequence[Sequence[str]]:
         batch = super().get_job_batch()
@@ -148,4 +154,62 @@ class LgcexpSweeper(BasicSweeper):
                      len(batch) - len(out), len(batch),
                      ", ".join(sorted({k for s in ignored.values() for k in s})) or "-")
         log.debug("lgcexp sweeper: checked the sweep in %.2fs", time.perf_counter() - t0)
+        return out
+
+
+class _CountingLauncher:
+    """The configured launcher, plus two things the sweep's accounting (lgcexp.callbacks) needs:
+
+    - every launched job's output directory is noted, so a job that records no outcome (its ledger entry could
+      not be written: a full disk) is still counted;
+    - a batch whose launch raises (a joblib worker killed: ``TerminatedWorkerError``, the whole batch lost) is
+      relaunched one job at a time: jobs finished already skip (their result.json is there), the healthy rest
+      runs, and a job whose own launch raises again is counted as failed. The sweep goes on and ends with
+      its summary line and a non-zero exit code.
+    """
+
+    def __init__(self, inner, job_dir) -> None:
+        self.inner = inner
+        self.job_dir = job_dir
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def _note(self, results) -> None:
+        from lgcexp.callbacks import note_launched
+
+        for r in results:
+            try:
+                note_launched(str(r.hydra_cfg.hydra.runtime.output_dir))
+            except Exception:  # pragma: no cover - a launcher that returns no hydra config
+                continue
+
+    def launch(self, job_overrides, initial_job_idx: int):
+        from hydra.core.utils import JobReturn, JobStatus
+
+        from lgcexp.callbacks import note_failed
+
+        try:
+            results = self.inner.launch(job_overrides, initial_job_idx=initial_job_idx)
+            self._note(results)
+            return results
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            log.error("lgcexp sweeper: a batch of %d jobs stopped (%s); relaunching its jobs one at a time",
+                      len(job_overrides), why)
+        out = []
+        for i, job in enumerate(job_overrides):
+            try:
+                results = self.inner.launch([job], initial_job_idx=initial_job_idx + i)
+                self._note(results)
+                out.extend(results)
+            except Exception as exc:
+                try:
+                    where = self.job_dir(list(job))
+                except BaseException:  # the job's directory cannot be composed: name it by its overrides
+                    where = " ".join(job)
+                msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                log.error("lgcexp sweeper: job %s failed in its launcher (%s)", where, msg)
+                note_failed(where, f"the job's launch failed ({msg})")
+                out.append(JobReturn(overrides=list(job), status=JobStatus.COMPLETED, _return_value=None))
         return out

@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..cache import atomic_open
 from ..errors import UserError
 from ..graph import Graph
 from ..params import Boolean, Interval, Options, fmt_value, positive
@@ -491,7 +492,8 @@ class AutoD(GraphSSLAlgorithm):
         table = self.curve_table(y_true)
         cols = list(table)
         data = np.column_stack([table[k] for k in cols])
-        np.savetxt(out / "autod_curves.csv", data, delimiter=",", header=",".join(cols), comments="", fmt="%.10g")
+        with atomic_open(out / "autod_curves.csv") as fh:  # whole or absent, as every file a run writes
+            np.savetxt(fh, data, delimiter=",", header=",".join(cols), comments="", fmt="%.10g")
 
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
         xs = table["x"]
@@ -523,6 +525,7 @@ class AutoD(GraphSSLAlgorithm):
         fig.suptitle(f"LGC_LVO_AutoD (p = {self.info_.get('p_used', self.p)}): chosen x = {self.x_:.3g}, "
                      f"alpha = {self.alpha_:.5f}")
         fig.tight_layout(rect=(0, 0.03, 1, 1))
-        fig.savefig(out / "figure2.png", dpi=120)
+        with atomic_open(out / "figure2.png") as fh:
+            fig.savefig(fh, format="png", dpi=120)
         plt.close(fig)
         return ["autod_curves.csv", "figure2.png"]

@@ -121,9 +121,31 @@ class CsvFile(DataSource):
         except (pd.errors.ParserError, ValueError, OSError) as e:
             raise UserError(f"{self._source()}: not a readable CSV file ({one_line(e)})") from None
 
+    def _check_rows(self, p: str, width: int) -> None:
+        """Every non-blank line has ``width`` fields (pandas, reading some columns, would silently shift a row
+        with an extra field and pad a short one). Quoted fields and one-character separators are counted by
+        :mod:`csv`; a plain file by counting separators; a regular-expression separator is left to pandas."""
+        import csv
+
+        if len(self.sep) != 1:
+            return
+        with open(p, "rb") as fh:
+            raw = fh.read()
+        if b'"' in raw:
+            counts = ((i, len(row)) for i, row in enumerate(
+                csv.reader(raw.decode("utf-8", errors="replace").splitlines(), delimiter=self.sep), 1) if row)
+        else:
+            sep = self.sep.encode()
+            counts = ((i, line.count(sep) + 1) for i, line in enumerate(raw.splitlines(), 1) if line.strip())
+        for line, n in counts:
+            if n != width:
+                raise UserError(f"{self._source()}: line {line} has {n} fields, not {width} like the "
+                                f"{'header' if self.header else 'first line'} (a ragged row; sep={self.sep!r})")
+
     def _load(self, *, data_dir=None, download=True) -> Dataset:
         p = existing_file("dataset.path", self.path, "file.csv")
         columns = list(self._read(p, nrows=0 if self.header else 1).columns)
+        self._check_rows(p, len(columns))
         label = None if self.label_column is None else self._resolve("label_column", self.label_column, columns)
         clean = None if self.clean_column is None else self._resolve("clean_column", self.clean_column, columns)
         if label is not None and label == clean:

@@ -34,7 +34,8 @@ __all__ = ["LabelColumn", "parse_labels", "make_own_dataset", "existing_file", "
 UNLABELED_VALUE = -1
 #: how ``dataset.unlabeled_value`` may be typed: an integer, a non-empty string, or null (no sentinel)
 LABEL_VALUE = [Interval("int", None, None), String("a label value"), NoneValue()]
-_INT = re.compile(r"[+-]?\d+")
+#: an integer as text, also as a column of floats writes it (``3.0``): group 1 is the integer part
+_INT = re.compile(r"([+-]?\d+)(?:\.0*)?")
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,10 @@ def _sentinel_mask(values: np.ndarray, unlabeled_value: Any) -> np.ndarray:
 def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> LabelColumn:
     """Labels of a file as a :class:`LabelColumn`: empty, NaN or ``unlabeled_value`` -> no label.
 
-    Text that spells integers canonically (``"3"``, ``"-1"``, not ``"07"``) becomes int64, so ``2 < 10`` sorts
-    as numbers and the outputs spell them back the same; floats with integral values become int64 too; other
-    text stays text (stripped)."""
+    Text that spells integers canonically (``"3"``, ``"-1"``, not ``"07"``), or as a float column saves them
+    (``"3.0"``, ``"-1.0"``: then ``-1.0`` is the sentinel ``-1``), becomes int64, so ``2 < 10`` sorts as numbers
+    and the outputs spell them as integers; floats with integral values become int64 too; other text stays
+    text (stripped)."""
     a = np.asarray(raw)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
@@ -100,9 +102,12 @@ def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> 
                      for v in a.tolist()], dtype=str) if a.dtype.kind == "O" else np.char.strip(a.astype(str))
     present = (text != "") & ~_sentinel_mask(text, unlabeled_value)
     spelled = text[present].tolist()
-    if spelled and all(_INT.fullmatch(t) and str(int(t)) == t for t in spelled):  # "07", "+3" stay text
+    whole = [_INT.fullmatch(t) for t in spelled]
+    if spelled and all(m and str(int(m.group(1))) == m.group(1) for m in whole):  # "07", "+3" stay text
         out = np.zeros(a.shape[0], dtype=np.int64)
-        out[present] = np.array(spelled, dtype=np.int64)
+        out[present] = np.array([int(m.group(1)) for m in whole], dtype=np.int64)
+        # labels saved as floats ("3.0", "-1.0" by pandas' to_csv): the sentinel -1 is "-1.0" too
+        present &= ~_sentinel_mask(out, unlabeled_value)
         return LabelColumn(out, present, key)
     return LabelColumn(text, present, key)
 
