@@ -221,6 +221,17 @@ class AnchorGraphBuilder(GraphBuilder):
             raise UserError(f"{prefix}n_anchors={self.n_anchors} is not allowed: it must be at most the number "
                             f"of points ({n})")
 
+    quick_params: ClassVar[dict] = {"n_anchors": 8}
+
+    def min_points(self) -> int:
+        return max(2, int(self.n_anchors))
+
+    def extension(self, X: np.ndarray, graph: Graph, **build_options) -> "AnchorCodes":
+        """New points: their codes over their ``s`` nearest anchors (the graph's own rule), times the
+        anchors' scores (:class:`AnchorCodes`)."""
+        return AnchorCodes(int(self.s), self.weights, int(self.lae_iter), graph.anchors, float(graph.sigma),
+                           graph.Z)
+
     def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
         fp = data_fingerprint or _fingerprint(X)
         params = {k: getattr(self, k) for k in self._parameter_constraints}
@@ -250,6 +261,34 @@ class AnchorGraphBuilder(GraphBuilder):
         Z = anchor_matrix(arrays["weights"], arrays["idx"], m)
         graph = AnchorGraph(Z, arrays["anchors"], key=key, sigma=float(arrays["h"]))
         return graph, hit
+
+
+class AnchorCodes:
+    """The anchor graph's inductive rule (Liu, He & Chang 2010, §3-4: a point's labels are inferred from the
+    anchors' through its codes): a new point's codes ``z(x)`` over its ``s`` nearest anchors, computed as
+    the graph's rows (local anchor embedding, or the kernel with the graph's width), times the anchors'
+    scores ``A`` (m x c); clipped at 0 and normalised. ``A`` is the method's own (LSSC's
+    ``anchor_scores_``), else what the graph's ``S = Z Lambda^-1 Z'`` gives the anchors:
+    ``Lambda^-1 Z' F`` for the fitted scores F."""
+
+    def __init__(self, s: int, weights: str, lae_iter: int, anchors: np.ndarray, h: float, Z: sp.csr_matrix):
+        self.s, self.weights, self.lae_iter, self.anchors, self.h = s, weights, lae_iter, anchors, h
+        self.anchor_mass = np.asarray(Z.sum(axis=0)).ravel()
+        self._Zt = sp.csr_matrix(Z.T)
+
+    def predict_proba(self, Xq: np.ndarray, algorithm) -> np.ndarray:
+        from .graph.extension import CHUNK, label_distributions
+
+        A = getattr(algorithm, "anchor_scores_", None)
+        if A is None:
+            mass = np.where(self.anchor_mass > 0, self.anchor_mass, 1.0)
+            A = (self._Zt @ np.asarray(algorithm.scores_, dtype=np.float64)) / mass[:, None]
+        out = np.empty((Xq.shape[0], A.shape[1]))
+        for lo in range(0, Xq.shape[0], CHUNK):
+            w, idx, _ = anchor_weights(Xq[lo:lo + CHUNK], self.anchors, self.s, self.weights, self.lae_iter,
+                                       h=self.h)
+            out[lo:lo + CHUNK] = label_distributions(anchor_matrix(w, idx, self.anchors.shape[0]) @ A)
+        return out
 
 
 def require_sparse_graph(graph: Graph, method: str) -> None:

@@ -195,7 +195,8 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
     Class means and priors from the training rows; one covariance for all classes: the within-class
     scatter (rows minus their class mean) shrunk towards a multiple of the identity by Ledoit & Wolf's
     formula (scikit-learn's ``ledoit_wolf``). Scores ``z^T S^-1 m_k - m_k^T S^-1 m_k / 2 + log prior_k``,
-    softmax over the classes present in training (0 for the others)."""
+    softmax over the classes present in training (0 for the others). A singular covariance (no
+    within-class scatter: one training row per class) is solved in the least-squares sense."""
     from sklearn.covariance import ledoit_wolf
 
     y_train = np.asarray(y_train, dtype=np.int64)
@@ -203,7 +204,10 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
     means = np.stack([Z_train[y_train == k].mean(axis=0) for k in present])
     pos = np.searchsorted(present, y_train)
     cov, _ = ledoit_wolf(Z_train - means[pos], assume_centered=True)
-    coef = np.linalg.solve(cov, means.T)  # d x k
+    try:
+        coef = np.linalg.solve(cov, means.T)  # d x k
+    except np.linalg.LinAlgError:  # no within-class scatter at all (one row per class, constant features)
+        coef = np.linalg.lstsq(cov, means.T, rcond=None)[0]
     prior = np.bincount(pos, minlength=present.size) / y_train.size
     logits = Z_test @ coef - 0.5 * np.einsum("kd,dk->k", means, coef) + np.log(prior)
     logits -= logits.max(axis=1, keepdims=True)

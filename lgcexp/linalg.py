@@ -3,14 +3,47 @@ reverse Cuthill-McKee renumbering every sparse solve runs in, and a stopping rul
 argmax of an LGC solution."""
 from __future__ import annotations
 
+import contextvars
 import weakref
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
 
 class NotConverged(RuntimeError):
     pass
+
+
+#: what a solver does when it reaches ``maxiter`` unconverged: "raise" (the command: a run stops with one
+#: line) or "warn" (the scikit-learn estimators: a ``ConvergenceWarning`` and the last iterate, as
+#: scikit-learn's own iterative estimators do)
+_ON_MAXITER: contextvars.ContextVar[str] = contextvars.ContextVar("lgcexp_on_maxiter", default="raise")
+
+
+@contextmanager
+def on_maxiter(mode: str) -> Iterator[None]:
+    """Within the block, solvers that reach their iteration cap ``raise`` :class:`NotConverged` or ``warn``
+    (scikit-learn's ``ConvergenceWarning``) and return their last iterate."""
+    if mode not in ("raise", "warn"):
+        raise ValueError(f"on_maxiter={mode!r}: choose raise or warn")
+    token = _ON_MAXITER.set(mode)
+    try:
+        yield
+    finally:
+        _ON_MAXITER.reset(token)
+
+
+def not_converged(message: str) -> None:
+    """Raise :class:`NotConverged`, or warn with scikit-learn's ``ConvergenceWarning`` under
+    ``on_maxiter("warn")`` (the caller then returns its last iterate)."""
+    if _ON_MAXITER.get() == "raise":
+        raise NotConverged(message)
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.warn(message, ConvergenceWarning, stacklevel=3)
 
 
 def shifted_operator(S, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -55,7 +88,8 @@ def block_cg(
     is good enough for its use (e.g. :class:`ArgmaxCertificate`): it is asked once the worst relative
     residual is below ``certify_below``, first with the recursively updated residual and, when that
     passes, with the true residual ``B - A X`` (one more product), which decides. Returns (X, iterations,
-    worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations.
+    worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations (under
+    :func:`on_maxiter` ``"warn"``: warns and returns the last iterate).
     """
     B, dt, squeeze = as_columns(B)
     if X0 is None:
@@ -75,7 +109,9 @@ def block_cg(
     rel = np.linalg.norm(R, axis=0) / bnorm
     while rel.max(initial=0.0) > tol:
         if it >= maxiter:
-            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {rel.max():.2e})")
+            not_converged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                          f"(residual {rel.max():.2e})")
+            break
         AP = matvec(P)
         pAp = np.einsum("ij,ij->j", P, AP)
         step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
@@ -152,8 +188,9 @@ def multishift_cg(
     rel = np.sqrt(rho) / bnorm
     while rel.max(initial=0.0) > tol:
         if it >= maxiter:
-            raise NotConverged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
-                               f"(residual {rel.max():.2e})")
+            not_converged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                          f"(residual {rel.max():.2e})")
+            break
         AP = matvec(P)
         pAp = np.einsum("ij,ij->j", P, AP).astype(np.float64)
         a = np.where(pAp > 0, rho / np.where(pAp > 0, pAp, 1.0), 0.0)

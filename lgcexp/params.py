@@ -289,6 +289,20 @@ class Configurable:
     def get_params(self, deep: bool = False) -> dict[str, Any]:
         return {k: getattr(self, k) for k in constructor_defaults(type(self))}
 
+    def __repr__(self) -> str:
+        """``Class(param=value, ...)`` with the parameters that differ from the constructor's defaults."""
+        defaults = constructor_defaults(type(self))
+        shown = []
+        for k, d in defaults.items():
+            v = getattr(self, k, d)
+            try:
+                same = bool(v == d)
+            except Exception:
+                same = False
+            if not same:
+                shown.append(f"{k}={v!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
     def set_params(self, **params: Any) -> "Configurable":
         names = constructor_defaults(type(self))
         for k, v in params.items():

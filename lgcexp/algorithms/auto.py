@@ -73,6 +73,8 @@ class Auto(GraphSSLAlgorithm):
     """LGC_LVO_Auto (see the module docstring)."""
 
     name = "auto"
+    n_iter_key = "opt_steps"
+    quick_params = {"x_grid": [2.0, 8.0], "steps": 20, "xla": False}
     #: the top-level `loss=` option (AutoL's) is not mapped: like LGC, one run per seed in the table sweeps
     losses: ClassVar[tuple[str, ...]] = ()
     class_columns = ("corrected_label", "lgc_label")

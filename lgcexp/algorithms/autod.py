@@ -309,6 +309,7 @@ class AutoD(GraphSSLAlgorithm):
     """
 
     name = "autoD"
+    quick_params = {"p": 10}
     class_columns = ("loo_pred",)
     #: empty: the top-level `loss` option (AutoL's xent|ce|mse|mae) is not mapped; AutoD is steered by its own
     #: `select` and `loss` parameters

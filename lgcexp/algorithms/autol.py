@@ -752,6 +752,7 @@ class AutoL(GraphSSLAlgorithm):
     """
 
     name = "autoL"
+    quick_params = {"steps": 50, "xla": False}
     losses = LOSSES
     class_columns = ("corrected_label", "lgc_label")
     _parameter_constraints = {

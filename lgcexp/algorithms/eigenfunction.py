@@ -191,6 +191,7 @@ class EigenfunctionBuilder(GraphBuilder):
     each dimension's standard deviation."""
 
     name: ClassVar[str] = "eigenfunction"
+    quick_params: ClassVar[dict] = {"k": 10, "n_bins": 10}
     _parameter_constraints = {
         "k": [Interval("int", 1, None)],
         "n_pca": [Interval("int", 1, None)],
@@ -203,6 +204,10 @@ class EigenfunctionBuilder(GraphBuilder):
         self.n_pca = n_pca
         self.n_bins = n_bins
         self.eps_scale = eps_scale
+
+    def extension(self, X: np.ndarray, graph: Graph, **build_options) -> "EigenfunctionReadout":
+        """New points: the eigenfunctions read at them (:class:`EigenfunctionReadout`)."""
+        return EigenfunctionReadout(graph.model, graph.U)
 
     def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
         fp = data_fingerprint or _fingerprint(X)
@@ -232,11 +237,33 @@ class EigenfunctionBuilder(GraphBuilder):
         return EigenfunctionGraph(arrays["U"], arrays["sigma"], key, model), hit
 
 
+class EigenfunctionReadout:
+    """The eigenfunctions are functions of a point (Fergus et al.: per PCA dimension, read by interpolation
+    between bin centres), so a new point's scores are its own eigenfunction values times the coefficients
+    ``a`` of the fit (the method's ``coef_``; for another method, the least-squares ``a`` with ``U a``
+    closest to its fitted scores), clipped at 0 and normalised. A training point gets back its own row."""
+
+    def __init__(self, model: EigenfunctionModel, U: np.ndarray):
+        self.model, self.U = model, U
+
+    def predict_proba(self, Xq: np.ndarray, algorithm) -> np.ndarray:
+        from ..graph.extension import CHUNK, label_distributions
+
+        a = getattr(algorithm, "coef_", None)
+        if a is None:
+            a = np.linalg.lstsq(self.U, np.asarray(algorithm.scores_, dtype=np.float64), rcond=None)[0]
+        out = np.empty((Xq.shape[0], a.shape[1]))
+        for lo in range(0, Xq.shape[0], CHUNK):
+            out[lo:lo + CHUNK] = label_distributions(self.model.transform(Xq[lo:lo + CHUNK]) @ a)
+        return out
+
+
 class Eigenfunction(GraphSSLAlgorithm):
     """Fergus et al.'s label fit on numerical eigenfunctions; needs ``graph=eigenfunction``.
     Parameter: ``lam`` the weight of the labelled points (Lambda = lam on them)."""
 
     name = "eigenfunction"
+    default_graph = "eigenfunction"
     _parameter_constraints = {"lam": [positive()]}
 
     def __init__(self, lam: float = 10.0):

@@ -124,6 +124,7 @@ class GTF(GraphSSLAlgorithm):
     rho, ``tol``/``max_iter`` the stopping rule, ``solver`` the b-step solve (see :func:`gtf_admm`)."""
 
     name = "gtf"
+    quick_params = {"max_iter": 100}
     _parameter_constraints = {
         "lam": [positive()],
         "order": [Interval("int", 0, 1)],

@@ -7,7 +7,10 @@ sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.linalg.rcm_reorde
 the row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.linalg.ArgmaxCertificate`,
 from the residual and the smallest eigenvalue structure of ``I - alpha S``), or at the relative residual ``tol``
 when some row's top two scores are too close to certify (exact ties); the predictions are therefore those of
-the exact solution, while the scores themselves are accurate to the certified bound only.
+the exact solution, while the scores themselves are accurate to the certified bound only (``stop='argmax'``,
+the default, which the command's runs use). ``stop='tol'`` runs CG to the relative residual ``tol`` in every
+column, so the scores themselves are accurate to ``tol`` (the closed form; what scikit-learn's
+``LabelSpreading`` tests check).
 The authors' fixed-point iteration ``F <- (1-alpha) Y + alpha S F`` for ``t`` steps is available as
 ``solver='power'`` for comparison.
 """
@@ -22,6 +25,8 @@ from ..params import Boolean, Options, positive, unit_open
 from .base import GraphSSLAlgorithm, label_matrix
 
 SOLVERS = ("cg", "power")
+#: when conjugate gradient stops: once every row's argmax is certified, or at the relative residual tol
+STOPS = ("argmax", "tol")
 
 
 def lgc_propagate(
@@ -54,7 +59,9 @@ def graph_degree(graph: Graph) -> np.ndarray | None:
 
 class LGC(GraphSSLAlgorithm):
     """LGC classifier. Parameters: ``alpha`` in (0, 1); ``solver`` 'cg' (default) or 'power' (``t`` steps);
-    ``judge`` (default true): also judge the labels by LGC's leave-one-out prediction.
+    ``stop`` (cg): 'argmax' (default: stop once every row's argmax is certified, ``tol`` the fallback) or
+    'tol' (stop at the relative residual ``tol``); ``judge`` (default true): also judge the labels by LGC's
+    leave-one-out prediction.
 
     Label judgement (:meth:`label_judgement`, docs/label_issues.md): the prediction at each labelled point
     with its own label left out, ``normalize_rows(P~ B)`` with ``P~`` the labelled block of
@@ -70,21 +77,23 @@ class LGC(GraphSSLAlgorithm):
         "maxiter": [positive("int")],
         "t": [positive("int")],
         "judge": [Boolean()],
+        "stop": [Options(STOPS)],
     }
 
     def __init__(self, alpha: float = 0.9, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000,
-                 judge: bool = True):
+                 judge: bool = True, stop: str = "argmax"):
         self.alpha = alpha
         self.solver = solver
         self.tol = tol
         self.maxiter = maxiter
         self.t = t
         self.judge = judge
+        self.stop = stop
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         Y = label_matrix(graph.n, labeled, y_labeled, n_classes)
         self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t,
-                                          degree=graph_degree(graph))
+                                          degree=graph_degree(graph) if self.stop == "argmax" else None)
         self.info_["solver_iterations"] = int(it)
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S

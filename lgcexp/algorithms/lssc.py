@@ -99,6 +99,8 @@ class LSSC(GraphSSLAlgorithm):
     ``tol``, ``max_iter``, ``alpha``, ``adaptive``, ``check_every`` of the ADMM (:func:`lssc_admm`)."""
 
     name = "lssc"
+    default_graph = "anchor"
+    quick_params = {"max_iter": 200}
     _parameter_constraints = {"lam": [positive()], "rho": [positive()], "tol": [positive()],
                               "max_iter": [positive("int")], "alpha": [Interval("real", 0.0, 2.0, closed="neither")],
                               "adaptive": [Boolean()], "check_every": [positive("int")]}

@@ -320,6 +320,32 @@ class KnnGraph(GraphBuilder):
             raise UserError(f"{prefix}local_scale={self.local_scale} is not allowed: it must be less than the "
                             f"number of points ({n})")
 
+    def min_points(self) -> int:
+        """More points than ``k``; ``sigma='mean'`` (Gaussian) needs a 10th neighbour, the self-tuning kernel
+        more points than ``local_scale``."""
+        need = max(2, int(self.k) + 1)
+        if self.kernel == "gaussian" and self.sigma == "mean":
+            need = max(need, SIGMA_NEIGHBOR + 1)
+        if self.kernel == "self_tuning":
+            need = max(need, int(self.local_scale) + 1)
+        return need
+
+    def extension(self, X: np.ndarray, graph: Graph, **build_options: Any) -> Any:
+        """New points: the kernel-weighted vote of their ``k`` nearest training points
+        (:class:`lgcexp.graph.extension.KnnVote`, scikit-learn's ``LabelSpreading`` rule), searched exactly
+        in a faiss index of X (also for ``knn_approx``) with the graph's kernel and width."""
+        from .extension import KnnVote
+
+        index = build_options.get("index") or flat_index(X)
+        scales = None
+        if self.kernel == "self_tuning":
+            # sigma_i of the training points as the graph's kernel used them (local_scale-th neighbour, self
+            # excluded)
+            dist, _ = knn_search(X, int(self.local_scale), index=index)
+            scales = local_scales(dist, int(self.local_scale))
+        sigma = float(graph.sigma) if self.kernel == "gaussian" else None
+        return KnnVote(index, int(self.k), self.kernel, sigma, int(self.local_scale), scales)
+
     # -- what a subclass changes: the search, and what identifies it in the cache key ---------------------
     def _search_spec(self, n: int) -> dict[str, Any] | None:
         """The search's parameters for the cache key (None: the exact search)."""
