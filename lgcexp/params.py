@@ -285,6 +285,10 @@ class Configurable:
     #: how the parameters are spelled on the command line, e.g. "algo.params." (used in messages)
     config_prefix: str = ""
     _parameter_constraints: dict[str, list] = {}
+    #: parameters the config group's yaml leaves out (set them with ``+group.key=value``): added after runs
+    #: were recorded, where listing them would change every recorded run's config hash. Their constructor
+    #: default is the recorded behaviour.
+    unlisted_params: tuple[str, ...] = ()
 
     def get_params(self, deep: bool = False) -> dict[str, Any]:
         return {k: getattr(self, k) for k in constructor_defaults(type(self))}

@@ -64,7 +64,10 @@ class Registry:
                 if path.stem in found:
                     continue
                 try:
-                    target = (yaml.safe_load(path.read_text()) or {}).get("_target_")
+                    doc = yaml.safe_load(path.read_text()) or {}
+                    # a "# @package _global_" yaml (data sets) holds its section under the group's name
+                    section = doc.get(self.group) if isinstance(doc.get(self.group), dict) else doc
+                    target = section.get("_target_")
                 except Exception:  # a yaml that does not parse is Hydra's to report
                     target = None
                 if isinstance(target, str):

@@ -70,6 +70,7 @@ class LGC(GraphSSLAlgorithm):
     AutoL's), cached per labelled set like AutoL's."""
 
     name = "lgc"
+    unlisted_params = ("stop",)
     _parameter_constraints = {
         "alpha": [unit_open()],
         "solver": [Options(SOLVERS)],
