@@ -100,6 +100,20 @@ def test_every_registered_name_has_a_yaml_and_back(group):
     check_names_and_yamls(group)
 
 
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_one_registration_route_for_built_ins(group):
+    """Every built-in yaml's name is in its stage's table; a built-in yaml that still names a ``_target_``
+    (kept: it is in its recorded runs' config hashes) names the table's class."""
+    from lgcexp.registry import import_target
+
+    for choice in _yamls(group):
+        raw = OmegaConf.to_container(OmegaConf.load(Path(CONF) / group / f"{choice}.yaml"), resolve=False)
+        section = raw.get(group, raw) if group == "dataset" else raw
+        assert choice in GROUPS[group]._builtins, f"{group}/{choice}.yaml is not in the built-in table"
+        if "_target_" in section:
+            assert import_target(section["_target_"], "t") is GROUPS[group].get(choice)
+
+
 @pytest.mark.parametrize("group,choice", [(g, c) for g in sorted(GROUPS) for c in _yamls(g)])
 def test_yaml_defaults_equal_constructor_defaults(group, choice):
     check_yaml_defaults(group, choice)

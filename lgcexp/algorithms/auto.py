@@ -60,7 +60,8 @@ import numpy as np
 from ..graph import Graph
 from ..params import Array, Boolean, Interval, Options, positive
 from .autod import alpha_of_x
-from .autol import DTYPES, LOSSES, NORMALIZE, LooModel, cached_submatrices, loo_matrix, optimize_weights
+from .autol import DTYPES, LOSSES, NORMALIZE, LooModel, loo_matrix, optimize_weights
+from .propagation import cached_submatrices
 from .base import GraphSSLAlgorithm, one_hot
 from .lgc import graph_degree, lgc_propagate
 

@@ -143,7 +143,7 @@ class ExactLOO:
     def __init__(self, S, labeled: np.ndarray, Y_L: np.ndarray, alphas, *, tol: float = 1e-6,
                  dtype: str = "float64"):
         from ..linalg import multishift_cg
-        from .autol import propagation_submatrices
+        from .propagation import propagation_submatrices
 
         t0 = time.perf_counter()
         labeled = np.asarray(labeled, dtype=np.int64)

@@ -148,7 +148,7 @@ class GTF(GraphSSLAlgorithm):
         self.solver = solver
 
     def _fit(self, graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
-        from ..anchor import require_sparse_graph
+        from ..graph.anchor import require_sparse_graph
 
         require_sparse_graph(graph, self.name)
         Delta = incidence(graph.W, int(self.order))

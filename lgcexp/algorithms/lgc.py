@@ -16,45 +16,18 @@ The authors' fixed-point iteration ``F <- (1-alpha) Y + alpha S F`` for ``t`` st
 """
 from __future__ import annotations
 
-import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..linalg import shifted_solve
 from ..params import Boolean, Options, positive, unit_open
 from .base import GraphSSLAlgorithm, label_matrix
+from .propagation import cached_propagation_submatrix, graph_degree, lgc_propagate
+
+__all__ = ["LGC", "SOLVERS", "STOPS", "graph_degree", "lgc_propagate"]
 
 SOLVERS = ("cg", "power")
 #: when conjugate gradient stops: once every row's argmax is certified, or at the relative residual tol
 STOPS = ("argmax", "tol")
-
-
-def lgc_propagate(
-    S, Y: np.ndarray, alpha: float, *, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000,
-    degree: np.ndarray | None = None, reorder: bool = True,
-) -> tuple[np.ndarray, int]:
-    """Return ``(I - alpha S)^-1 Y`` (cg) or the authors' t-step iterate divided by (1 - alpha) (power).
-
-    Both estimate the same matrix; returns (F, iterations). ``cg`` runs in reverse Cuthill-McKee order
-    (``reorder``) and, given the graph's ``degree`` (S = D^-1/2 W D^-1/2), stops once every row's argmax is
-    certain (:func:`lgcexp.linalg.shifted_solve`), else at the relative residual ``tol``.
-    """
-    Y = np.asarray(Y, dtype=np.float64)
-    if solver == "cg":
-        F, it, _ = shifted_solve(S, Y, alpha, tol=tol, maxiter=maxiter, reorder=reorder, degree=degree)
-        return F, it
-    F = Y.copy()
-    for _ in range(t):
-        F = (1.0 - alpha) * Y + alpha * (S @ F)
-    return F / (1.0 - alpha), t
-
-
-def graph_degree(graph: Graph) -> np.ndarray | None:
-    """The degrees behind ``graph.S = D^-1/2 W D^-1/2`` for the argmax certificate (None for a graph whose S
-    is not that normalisation of a sparse W, e.g. the anchor graph's low-rank S)."""
-    if not sp.issparse(graph.S) or not sp.issparse(getattr(graph, "W", None)):
-        return None
-    return getattr(graph, "degree", None)
 
 
 class LGC(GraphSSLAlgorithm):
@@ -100,7 +73,6 @@ class LGC(GraphSSLAlgorithm):
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
         if self.judge and sp.issparse(graph.S):
             from ..label_issues import LabelJudgement, graph_loo_probs
-            from .autol import cached_propagation_submatrix
 
             P, st = cached_propagation_submatrix(graph, labeled, float(self.alpha), cache=cache, solver=self.solver,
                                                  t=self.t, progress=progress)

@@ -5,7 +5,7 @@ Every graph builder answers :meth:`lgcexp.graph.GraphBuilder.extension` with an 
 rules here are the kNN graph's (:class:`KnnVote`: scikit-learn's ``LabelSpreading`` extension, a
 kernel-weighted vote of the neighbours' fitted distributions) and a given affinity's
 (:class:`AffinityVote`, ``graph=precomputed``: the new points' affinities to the training points vote);
-the anchor graph reads a new point's anchor codes (:mod:`lgcexp.anchor`) and the numerical eigenfunctions
+the anchor graph reads a new point's anchor codes (:mod:`lgcexp.graph.anchor`) and the numerical eigenfunctions
 are read at the point (:mod:`lgcexp.algorithms.eigenfunction`).
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ class KnnVote:
         self.local_scale, self.local_scales = int(local_scale), local_scales
 
     def predict_proba(self, Xq: np.ndarray, algorithm: Any) -> np.ndarray:
-        from .knn import knn_query
+        from .search import knn_query
 
         F = label_distributions(algorithm.scores_)
         n_train = self.index.ntotal
@@ -67,14 +67,14 @@ class KnnVote:
 
     # the faiss index travels as faiss's own serialisation
     def __getstate__(self) -> dict[str, Any]:
-        from .knn import import_faiss
+        from .search import import_faiss
 
         state = dict(self.__dict__)
         state["index"] = import_faiss().serialize_index(self.index)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        from .knn import import_faiss
+        from .search import import_faiss
 
         state = dict(state)
         state["index"] = import_faiss().deserialize_index(state["index"])
