@@ -11,9 +11,10 @@ raises :class:`lgcexp.errors.UserError` with one line that names the key *as the
 Constructors (``__init__``) only store their arguments; validation runs once, at ``fit``/``build`` time or
 in the pipeline's pre-flight, never in ``__init__``.
 
-The same tables drive the scikit-learn estimators (:mod:`lgcexp.sklearn`): :func:`sklearn_constraints`
-translates a table into scikit-learn's own constraint objects (``Interval``, ``StrOptions``, ...), so
-``set_params`` with a bad value fails at ``fit`` with scikit-learn's usual ``InvalidParameterError``.
+The same tables check the scikit-learn estimators' nested parameters (:mod:`lgcexp.sklearn` holds the
+stage objects themselves and validates each with its own table at ``fit``). :func:`sklearn_constraints`
+translates a table into scikit-learn's own constraint objects (``Interval``, ``StrOptions``, ...) for code
+that wants them.
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ made from the registry: :data:`ESTIMATORS`) only fix the default algorithm. They
 and the graph builder's parameters as keywords for backwards compatibility (``LGCClassifier(alpha=0.7,
 n_neighbors=8)``; ``n_neighbors`` is the kNN graph's ``k``, ``n_eigenfunctions`` the eigenfunction
 graph's), and ``set_params``/``GridSearchCV`` accept those names too; ``get_params`` reports the stage
-objects. ``LGCClassifier``'s default algorithm is ``LGC(stop="tol")``: its conjugate gradient runs to the
+objects; ``max_iter`` (scikit-learn's glossary) is taken for an algorithm whose config key is ``maxiter``.
+``LGCClassifier``'s default algorithm is ``LGC(stop="tol")``: its conjugate gradient runs to the
 relative residual ``tol`` (scikit-learn's meaning), while the command (and ``LGC()``) stops once every row's
 argmax is certified (``stop="argmax"``).
 
@@ -60,7 +61,6 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.metrics import accuracy_score
 from sklearn.utils import _safe_indexing
@@ -112,7 +112,7 @@ def _common_dtype(values: np.ndarray) -> np.ndarray:
     return out if out.dtype.kind in "iufUSb" else values
 
 
-def _invalid(exc: UserError, prefix: str) -> InvalidParameterError:
+def _invalid(exc: UserError) -> InvalidParameterError:
     """A stage object's one-line refusal as scikit-learn's parameter error (a ValueError and TypeError)."""
     return InvalidParameterError(str(exc))
 
@@ -187,10 +187,12 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         a_names = constructor_defaults(type(algo))
         g_names = constructor_defaults(type(builder))
         aliases = _GRAPH_ALIASES.get(builder.name, {})
+        # scikit-learn's glossary name for an algorithm whose config key is the older spelling
+        a_alias = {"max_iter": "maxiter"} if "maxiter" in a_names and "max_iter" not in a_names else {}
         to_algo, to_graph = {}, {}
         for k, v in params.items():
-            if k in a_names:
-                to_algo[k] = v
+            if a_alias.get(k, k) in a_names:
+                to_algo[a_alias.get(k, k)] = v
             elif aliases.get(k, k) in g_names:
                 to_graph[aliases.get(k, k)] = v
             else:
@@ -278,7 +280,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             try:
                 obj._validate_params(prefix=prefix)
             except UserError as exc:
-                raise _invalid(exc, prefix) from None
+                raise _invalid(exc) from None
         pairwise = builder.pairwise
         X, y = validate_data(self, X, y, accept_sparse="csr" if builder.accepts_sparse else False,
                              dtype=np.float64 if pairwise else np.float32, ensure_min_samples=2)
@@ -309,9 +311,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.algorithm_ = algo
         self.graph_builder_ = builder
         self.graph_ = graph
-        self.extension_ = None if pairwise else builder.extension(X, graph)
-        if pairwise:
-            self.extension_ = builder.extension(None, graph)
+        self.extension_ = builder.extension(None if pairwise else X, graph)
         self.sigma_ = float(graph.sigma) if np.isfinite(graph.sigma) else None
         self.local_scales_ = getattr(self.extension_, "local_scales", None)
         self.label_distributions_ = label_distributions(algo.scores_)

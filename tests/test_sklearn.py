@@ -123,6 +123,8 @@ def test_parameters_are_the_stage_objects():
     legacy = LGCClassifier(alpha=0.7, n_neighbors=8)
     assert legacy.algorithm.alpha == 0.7 and legacy.graph.k == 8 and legacy.algorithm.stop == "tol"
     assert EigenfunctionClassifier(n_eigenfunctions=12).graph.k == 12
+    assert LGCClassifier(max_iter=50).algorithm.maxiter == 50  # scikit-learn's glossary name
+    assert GTFClassifier(max_iter=50).algorithm.max_iter == 50
     with pytest.raises(TypeError, match="unexpected parameter 'n_trees'"):
         LGCClassifier(n_trees=3).fit(*_blobs())  # reported at fit: scikit-learn's __init__ never raises
 

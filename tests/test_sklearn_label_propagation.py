@@ -14,7 +14,6 @@ from sklearn.model_selection import train_test_split
 
 from lgcexp.algorithms.gfhf import GFHF
 from lgcexp.algorithms.lgc import LGC
-from lgcexp.graph import KnnGraph
 from lgcexp.sklearn import GFHFClassifier, GraphSSLClassifier, LGCClassifier
 
 #: scikit-learn's rbf kernel with gamma=20 is the Gaussian exp(-d^2 / (2 sigma^2)) with sigma = 1/sqrt(40)
@@ -82,11 +81,11 @@ def test_label_propagation_closed_form():
     est = GraphSSLClassifier(GFHF(tol=1e-12)).fit(X, y)
     W = est.graph_.W.toarray()
     T = W / W.sum(axis=1, keepdims=True)
-    u, l = np.flatnonzero(y < 0), np.flatnonzero(y >= 0)
+    u, lab = np.flatnonzero(y < 0), np.flatnonzero(y >= 0)
     Y = np.zeros((y.size, 2))
-    Y[l, y[l]] = 1
+    Y[lab, y[lab]] = 1
     F = Y.copy()
-    F[u] = np.linalg.solve(np.eye(u.size) - T[np.ix_(u, u)], T[np.ix_(u, l)] @ Y[l])
+    F[u] = np.linalg.solve(np.eye(u.size) - T[np.ix_(u, u)], T[np.ix_(u, lab)] @ Y[lab])
     F /= F.sum(axis=1, keepdims=True)
     assert np.abs(est.label_distributions_ - F).max() < 1e-4
 
