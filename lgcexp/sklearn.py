@@ -382,11 +382,18 @@ globals().update({cls.__name__: cls for cls in ESTIMATORS.values()})
 __all__ += [cls.__name__ for cls in ESTIMATORS.values()]
 
 
+#: named estimators of algorithms registered after import (kept apart: :data:`ESTIMATORS` is the registry's
+#: built-ins and yaml plug-ins at import time)
+_LATER: dict[str, type[GraphSSLClassifier]] = {}
+
+
 def estimator_for(algo: str) -> type[GraphSSLClassifier]:
     """The named estimator of ``algo`` (made on first use for an algorithm registered after import)."""
-    if algo not in ESTIMATORS:
-        ESTIMATORS[algo] = _named_class(algo)
-    return ESTIMATORS[algo]
+    if algo in ESTIMATORS:
+        return ESTIMATORS[algo]
+    if algo not in _LATER:
+        _LATER[algo] = _named_class(algo)
+    return _LATER[algo]
 
 
 def quick_estimators() -> list[GraphSSLClassifier]:
