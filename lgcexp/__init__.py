@@ -20,7 +20,7 @@ except ImportError:  # no OmegaConf (e.g. a bare GPU box running scripts/bench_g
 def __getattr__(name: str):
     """``find_label_issues`` is imported on first use (it pulls in pandas and scikit-learn)."""
     if name == "find_label_issues":
-        from .label_issues import find_label_issues
+        from .find_issues import find_label_issues
 
         return find_label_issues
     raise AttributeError(f"module 'lgcexp' has no attribute {name!r}")

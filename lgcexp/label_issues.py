@@ -23,7 +23,8 @@ class distribution, no learning: the rows of ``P_LL`` without the diagonal, time
 :func:`knn_oof_probs` (out-of-sample k-NN class frequencies on the features, k-fold), each with any cut,
 confident learning being the usual one for the latter.
 
-Python entry point without Hydra: :func:`find_label_issues`.
+Python entry point without Hydra: :func:`lgcexp.find_issues.find_label_issues` (a layer above this module
+and the algorithms, which import it for their judgements).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
     "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "combine_views", "confident_thresholds",
     "confident_joint", "calibrated_counts", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
-    "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame", "find_label_issues",
+    "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame",
 ]
 
 ISSUES_FILE = "label_issues.csv"
@@ -195,7 +196,8 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
     Class means and priors from the training rows; one covariance for all classes: the within-class
     scatter (rows minus their class mean) shrunk towards a multiple of the identity by Ledoit & Wolf's
     formula (scikit-learn's ``ledoit_wolf``). Scores ``z^T S^-1 m_k - m_k^T S^-1 m_k / 2 + log prior_k``,
-    softmax over the classes present in training (0 for the others)."""
+    softmax over the classes present in training (0 for the others). A singular covariance (no
+    within-class scatter: one training row per class) is solved in the least-squares sense."""
     from sklearn.covariance import ledoit_wolf
 
     y_train = np.asarray(y_train, dtype=np.int64)
@@ -203,7 +205,10 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
     means = np.stack([Z_train[y_train == k].mean(axis=0) for k in present])
     pos = np.searchsorted(present, y_train)
     cov, _ = ledoit_wolf(Z_train - means[pos], assume_centered=True)
-    coef = np.linalg.solve(cov, means.T)  # d x k
+    try:
+        coef = np.linalg.solve(cov, means.T)  # d x k
+    except np.linalg.LinAlgError:  # no within-class scatter at all (one row per class, constant features)
+        coef = np.linalg.lstsq(cov, means.T, rcond=None)[0]
     prior = np.bincount(pos, minlength=present.size) / y_train.size
     logits = Z_test @ coef - 0.5 * np.einsum("kd,dk->k", means, coef) + np.log(prior)
     logits -= logits.max(axis=1, keepdims=True)
@@ -606,134 +611,3 @@ def run_frame(judged: JudgedLabels, split: Any, label_values: np.ndarray | None 
 
     return issues_frame(split.labeled, values(split.y_observed), values(judged.suggested), judged.quality,
                         judged.is_issue, flipped)
-
-
-# --------------------------------------------------------------------------------------------------------
-# Python entry point
-# --------------------------------------------------------------------------------------------------------
-
-#: ``method`` values of :func:`find_label_issues` besides the registered algorithms that judge labels
-BASELINE_METHODS = ("knn",)
-
-
-def _as_graph(graph: Any, n: int) -> Any:
-    """A :class:`lgcexp.graph.Graph` from a Graph or a symmetric non-negative (n x n) affinity matrix."""
-    import hashlib
-
-    import scipy.sparse as sp
-
-    from .cache import stable_hash
-    from .errors import UserError
-    from .graph import Graph
-
-    if isinstance(graph, Graph):
-        G = graph
-    else:
-        W = sp.csr_matrix(graph, dtype=np.float64)
-        if W.shape != (n, n):
-            raise UserError(f"graph: an affinity of shape {W.shape} does not fit {n} labels; it must be ({n}, {n})")
-        if W.nnz and (W.data.min() < 0 or not np.isfinite(W.data).all()):
-            raise UserError("graph: the affinity must be finite and non-negative")
-        if abs(W - W.T).max() > 1e-10 * max(1.0, abs(W).max()):
-            raise UserError("graph: the affinity must be symmetric")
-        W = W.tolil()
-        W.setdiag(0.0)
-        W = W.tocsr()
-        W.eliminate_zeros()
-        digest = hashlib.sha256(W.data.tobytes() + W.indices.tobytes() + W.indptr.tobytes()).hexdigest()
-        key = stable_hash({"W": digest})
-        G = Graph(W=W, sigma=float("nan"), key=f"user-{key}")
-    if G.n != n:
-        raise UserError(f"graph: it has {G.n} nodes but there are {n} labels (one per point, -1 = unlabelled)")
-    if (G.degree <= 0).any():
-        raise UserError(f"graph: {int((G.degree <= 0).sum())} point(s) have no neighbour; every point needs an edge")
-    return G
-
-
-def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph: Any = None,
-                      method: str = "autoL", params: Mapping[str, Any] | None = None, cut: str = "consensus",
-                      features: bool = True, min_agreement: float = 0.8, k: int = 10, sigma: float | str = "mean", unlabeled_value: Any = -1,
-                      clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
-    """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
-
-    ``X``: (n, d) features (None: ``graph`` is required and the feature view is left out). ``labels``: one
-    value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no label.
-    ``graph``: None (a ``k``-nearest-neighbour graph with Gaussian weights, width ``sigma``, is built from
-    ``X``), a :class:`lgcexp.graph.Graph`, or a symmetric (n x n) affinity matrix (sparse or dense).
-    ``method``: an algorithm that judges labels (``autoL``, default; ``lgc``; ``siis``; see
-    :mod:`lgcexp.algorithms`) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies
-    on ``X``). ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
-    trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
-    ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
-
-    Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
-    ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
-    values of ``labels``.
-    """
-    from .cache import Cache
-    from .data.own import parse_labels
-    from .errors import UserError
-
-    if labels is None:
-        raise UserError("find_label_issues: labels is required (one value per point, -1 = unlabelled)")
-    col = parse_labels(labels, "labels", unlabeled_value)
-    n = col.n
-    labeled = np.flatnonzero(col.present)
-    classes, y = np.unique(col.values[labeled], return_inverse=True)
-    y = y.reshape(-1).astype(np.int64)
-    c = int(classes.size)
-    if c < 2:
-        raise UserError(f"labels: {c} distinct label(s) among the labelled points; need at least 2 classes")
-    if X is not None:
-        from .data.dataset import check_features
-
-        X = check_features(X, "X")
-        if X.shape[0] != n:
-            raise UserError(f"X has {X.shape[0]} rows but labels has {n} values; they must be equal")
-    opts = DetectOptions(cut=cut, features=bool(features), min_agreement=min_agreement)
-    opts._validate_params("")
-    if isinstance(cache, (str, bytes)) or hasattr(cache, "__fspath__"):
-        cache = Cache(cache)
-    y_clean = np.full(labeled.size, -1, dtype=np.int64)
-    if clean_labels is not None:
-        cc = parse_labels(clean_labels, "clean_labels", unlabeled_value)
-        if cc.n != n:
-            raise UserError(f"clean_labels has {cc.n} values but labels has {n}; they must be equal")
-        known = cc.present[labeled]
-        pos = np.searchsorted(classes, cc.values[labeled][known])
-        ok = (pos < c) & (classes[np.minimum(pos, c - 1)] == cc.values[labeled][known])
-        yk = np.where(ok, pos, -2)
-        y_clean[np.flatnonzero(known)] = yk
-    Xl = None if X is None else np.asarray(X[labeled], dtype=np.float64)
-    if method in BASELINE_METHODS:
-        if Xl is None:
-            raise UserError("method=knn needs the features X")
-        judgement = LabelJudgement(probs=knn_oof_probs(Xl, y, c, k=min(10, max(1, labeled.size - 1))),
-                                   source="knn: out-of-sample 10-NN class frequencies")
-        judged = judge(judgement, y, DetectOptions(cut=cut, features=False))
-    else:
-        from .algorithms import make_algorithm
-
-        if graph is None:
-            if X is None:
-                raise UserError("find_label_issues: give X (features) or graph (an affinity matrix)")
-            from .graph import build_graph
-
-            graph, _ = build_graph(X, k=k, sigma=sigma, cache=cache)
-        graph = _as_graph(graph, n)
-        algorithm = make_algorithm(method, dict(params or {}))
-        if algorithm.required_eigenpairs() >= n:
-            raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs but there are only {n} points")
-        algorithm.fit(graph, labeled, y, c, cache=cache)
-        judgement = algorithm.label_judgement()
-        if judgement is None:
-            raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
-        judged = judge(judgement, y, opts, X=Xl)
-    flipped: np.ndarray | None = None
-    if clean_labels is not None:
-        known = y_clean != -1
-        flipped = np.full(labeled.size, None, dtype=object)
-        flipped[known] = (y_clean != y)[known]
-        if known.all():
-            flipped = flipped.astype(bool)
-    return issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)

@@ -7,8 +7,10 @@ numpy arrays with a scipy.sparse matrix on the CPU, cupy arrays with a cupyx.sci
 (cuSPARSE), the same code for both."""
 from __future__ import annotations
 
+import contextvars
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -17,6 +19,37 @@ from .devices import array_module, sparse_module, to_host
 
 class NotConverged(RuntimeError):
     pass
+
+
+#: what a solver does when it reaches ``maxiter`` unconverged: "raise" (the command: a run stops with one
+#: line) or "warn" (the scikit-learn estimators: a ``ConvergenceWarning`` and the last iterate, as
+#: scikit-learn's own iterative estimators do)
+_ON_MAXITER: contextvars.ContextVar[str] = contextvars.ContextVar("lgcexp_on_maxiter", default="raise")
+
+
+@contextmanager
+def on_maxiter(mode: str) -> Iterator[None]:
+    """Within the block, solvers that reach their iteration cap ``raise`` :class:`NotConverged` or ``warn``
+    (scikit-learn's ``ConvergenceWarning``) and return their last iterate."""
+    if mode not in ("raise", "warn"):
+        raise ValueError(f"on_maxiter={mode!r}: choose raise or warn")
+    token = _ON_MAXITER.set(mode)
+    try:
+        yield
+    finally:
+        _ON_MAXITER.reset(token)
+
+
+def not_converged(message: str) -> None:
+    """Raise :class:`NotConverged`, or warn with scikit-learn's ``ConvergenceWarning`` under
+    ``on_maxiter("warn")`` (the caller then returns its last iterate)."""
+    if _ON_MAXITER.get() == "raise":
+        raise NotConverged(message)
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.warn(message, ConvergenceWarning, stacklevel=3)
 
 
 def shifted_operator(S, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -68,7 +101,8 @@ def block_cg(
     is good enough for its use (e.g. :class:`ArgmaxCertificate`): it is asked once the worst relative
     residual is below ``certify_below``, first with the recursively updated residual and, when that
     passes, with the true residual ``B - A X`` (one more product), which decides. Returns (X, iterations,
-    worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations.
+    worst relative residual). Raises ``NotConverged`` after ``maxiter`` iterations (under
+    :func:`on_maxiter` ``"warn"``: warns and returns the last iterate).
     """
     B, dt, squeeze = as_columns(B)
     xp = array_module(B)
@@ -90,7 +124,9 @@ def block_cg(
     worst = _top(rel)
     while worst > tol:
         if it >= maxiter:
-            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {worst:.2e})")
+            not_converged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                          f"(residual {worst:.2e})")
+            break
         AP = matvec(P)
         pAp = xp.einsum("ij,ij->j", P, AP)
         step = xp.where(pAp > 0, rz / xp.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
@@ -170,8 +206,9 @@ def multishift_cg(
     worst = _top(xp.sqrt(rho) / bnorm)
     while worst > tol:
         if it >= maxiter:
-            raise NotConverged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
-                               f"(residual {worst:.2e})")
+            not_converged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                          f"(residual {worst:.2e})")
+            break
         AP = matvec(P)
         pAp = xp.einsum("ij,ij->j", P, AP).astype(np.float64)
         a = xp.where(pAp > 0, rho / xp.where(pAp > 0, pAp, 1.0), 0.0)
@@ -414,7 +451,9 @@ def _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg
 
     while worst > tol:
         if it >= maxiter:
-            raise NotConverged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {worst:.2e})")
+            not_converged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                          f"(residual {worst:.2e})")
+            break
         shifted_product_dot(indptr, indices, data, P, neg_alpha, AP, bounds, dots)
         pAp = dots.sum(axis=0)
         step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)

@@ -11,9 +11,10 @@ raises :class:`lgcexp.errors.UserError` with one line that names the key *as the
 Constructors (``__init__``) only store their arguments; validation runs once, at ``fit``/``build`` time or
 in the pipeline's pre-flight, never in ``__init__``.
 
-The same tables drive the scikit-learn estimators (:mod:`lgcexp.sklearn`): :func:`sklearn_constraints`
-translates a table into scikit-learn's own constraint objects (``Interval``, ``StrOptions``, ...), so
-``set_params`` with a bad value fails at ``fit`` with scikit-learn's usual ``InvalidParameterError``.
+The same tables check the scikit-learn estimators' nested parameters (:mod:`lgcexp.sklearn` holds the
+stage objects themselves and validates each with its own table at ``fit``). :func:`sklearn_constraints`
+translates a table into scikit-learn's own constraint objects (``Interval``, ``StrOptions``, ...) for code
+that wants them.
 """
 from __future__ import annotations
 
@@ -285,9 +286,27 @@ class Configurable:
     #: how the parameters are spelled on the command line, e.g. "algo.params." (used in messages)
     config_prefix: str = ""
     _parameter_constraints: dict[str, list] = {}
+    #: parameters the config group's yaml leaves out (set them with ``+group.key=value``): added after runs
+    #: were recorded, where listing them would change every recorded run's config hash. Their constructor
+    #: default is the recorded behaviour.
+    unlisted_params: tuple[str, ...] = ()
 
     def get_params(self, deep: bool = False) -> dict[str, Any]:
         return {k: getattr(self, k) for k in constructor_defaults(type(self))}
+
+    def __repr__(self) -> str:
+        """``Class(param=value, ...)`` with the parameters that differ from the constructor's defaults."""
+        defaults = constructor_defaults(type(self))
+        shown = []
+        for k, d in defaults.items():
+            v = getattr(self, k, d)
+            try:
+                same = bool(v == d)
+            except Exception:
+                same = False
+            if not same:
+                shown.append(f"{k}={v!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def set_params(self, **params: Any) -> "Configurable":
         names = constructor_defaults(type(self))

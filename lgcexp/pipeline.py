@@ -7,10 +7,8 @@ the result record; nothing here depends on Hydra, so the pipeline can be driven 
 from __future__ import annotations
 
 import logging
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -24,23 +22,11 @@ from .graph import Graph
 from .labels import LabelSplit, sample_and_corrupt
 from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv, write_table
 from .rundir import config_hash, effective_config
+from .stages import StageTimer, fit_on_graph
 
 log = logging.getLogger("lgcexp")
 
 STAGES = ("load", "labels", "graph", "eig", "optimize", "evaluate")
-
-
-class StageTimer:
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = round(time.perf_counter() - t0, 4)
 
 
 def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -58,18 +44,16 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         else:
             split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise)
             log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
-    with timer.stage("graph"):
-        graph, graph_hit = p.graph.build(data.X, cache=cache, data_fingerprint=data.fingerprint())
+    # graph -> eig -> optimize -> judge: the stages the scikit-learn estimators run too (lgcexp.stages)
+    fitted = fit_on_graph(p.graph, p.algorithm, data.X, split.labeled, split.y_observed, data.n_classes,
+                          cache=cache, data_fingerprint=data.fingerprint(), n_eigenpairs=p.n_eigenpairs or 0,
+                          eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=data.X)
+    graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,
+                                              fitted.issues)
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")
-    with timer.stage("eig"):
-        eig, eig_hit = eigenpairs(p, graph, cache)
-    with timer.stage("optimize"):
-        p.algorithm.fit(graph, split.labeled, split.y_observed, data.n_classes, eig=eig, progress=p.progress,
-                        cache=cache)
     with timer.stage("evaluate"):
         metrics = evaluate_run(p.algorithm, graph, data.y, split)
         # label issues of a method that judges labels (lgcexp.label_issues; None for the others)
-        issues = label_issues.judge_run(p.algorithm, split, p.detect, data.X)
         metrics.update(label_issues.run_metrics(issues, split))
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
     if data.has_given_labels:
@@ -88,15 +72,6 @@ def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
     return data
 
 
-def eigenpairs(p: RunPlan, graph: Graph, cache: Cache) -> tuple[Any, bool | None]:
-    """Stage 4: the Laplacian eigenpairs the method needs (none for most methods)."""
-    if not p.n_eigenpairs:
-        return None, None
-    from .spectral import laplacian_eigenpairs
-
-    return laplacian_eigenpairs(graph, p.n_eigenpairs, cache=cache, progress=p.progress, **p.eig)
-
-
 def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
     """Stage 6: accuracies (points no label reaches are predicted -1, not class 0, and count as wrong). Own
     data scores only the points with a known clean label (``y_clean`` -1: unknown). The label judgement is
@@ -112,7 +87,7 @@ def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray,
 
 def record(p: RunPlan, data: Dataset, graph: Graph, graph_hit: bool, eig: Any, eig_hit: bool | None,
            metrics: dict[str, Any], timer: StageTimer) -> dict[str, Any]:
-    """After stage 6 (evaluate): the result record of one run."""
+    """The result record of one run (the record step after the six stages)."""
     c = p.config
     return {
         "dataset": data.name,

@@ -2,9 +2,11 @@
 algorithms). Classes are imported lazily, so a run pays only for the modules it uses (TensorFlow only for
 the methods that need it).
 
-A config group's yaml may also name its class directly with ``_target_: package.module.Class``: that is
-how a plug-in (a noise model, graph builder, data source or algorithm living outside lgcexp) is added with
-one module and one yaml, without touching lgcexp.
+Built-ins are registered in their stage's table (one route). A config group's yaml may also name its class
+directly with ``_target_: package.module.Class``: that is how a plug-in (a noise model, graph builder, data
+source or algorithm living outside lgcexp) is added with one module and one yaml, without touching lgcexp.
+The built-in yamls of anchor, eigenfunction (graph and algorithm) and lssc keep a ``_target_``: it is part of their recorded runs'
+config hashes; it names the same class as the table (tests/test_config.py checks it).
 """
 from __future__ import annotations
 
@@ -64,7 +66,10 @@ class Registry:
                 if path.stem in found:
                     continue
                 try:
-                    target = (yaml.safe_load(path.read_text()) or {}).get("_target_")
+                    doc = yaml.safe_load(path.read_text()) or {}
+                    # a "# @package _global_" yaml (data sets) holds its section under the group's name
+                    section = doc.get(self.group) if isinstance(doc.get(self.group), dict) else doc
+                    target = section.get("_target_")
                 except Exception:  # a yaml that does not parse is Hydra's to report
                     target = None
                 if isinstance(target, str):

@@ -531,12 +531,13 @@ def provenance_line(command: str | None = None, runs_csv: str | None = None) -> 
 
 def _report(a: argparse.Namespace, runs: pd.DataFrame, reported: pd.DataFrame, provenance: str,
             root: Path | None) -> list[Path]:
-    """The figures and REPORT.md beside the tables (lgcexp/report.py), unless --no-report."""
-    if a.no_report or not len(runs):
+    """The figures and REPORT.md beside the tables (``a.report_writer``: lgcexp.report.write_report, given by
+    the ``lgcexp-tables`` entry point, :mod:`lgcexp.tables_cli`; report.py builds on this module), unless
+    --no-report."""
+    writer = getattr(a, "report_writer", None)
+    if a.no_report or not len(runs) or writer is None:
         return []
-    from .report import write_report
-
-    return write_report(runs, reported, Path(a.out), provenance, root=root)
+    return writer(runs, reported, Path(a.out), provenance, root=root)
 
 
 def merge_runs(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
@@ -551,7 +552,9 @@ def merge_runs(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return both[cols].sort_values(keys).reset_index(drop=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, report_writer: Any = None) -> int:
+    """The ``lgcexp-tables`` command (entry point :func:`lgcexp.tables_cli.main`, which passes
+    ``report_writer``; without it the figures and REPORT.md are left out)."""
     ap = argparse.ArgumentParser(prog="lgcexp-tables", description=__doc__.splitlines()[0])
     ap.add_argument("--root", default="results/runs", help="directory holding run directories (result.json)")
     ap.add_argument("--out", default="results/tables", help="where to write the tables")
@@ -571,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.runs_csv is None:
         a.runs_csv = str(Path(a.out).parent / "runs.csv")
+    a.report_writer = report_writer
     reported = load_reported(a.reported)
     if a.from_csv is not None:
         src = Path(a.from_csv)
@@ -607,6 +611,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  FAILED {f.run_dir}: {f.error}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

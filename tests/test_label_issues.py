@@ -16,6 +16,7 @@ from conftest import random_graph, two_clusters
 from helpers import CONF, make_cfg
 from lgcexp import label_issues as li
 from lgcexp.errors import UserError
+from lgcexp.find_issues import find_label_issues
 from lgcexp.params import constructor_defaults
 
 # --- quality and suggestion -------------------------------------------------------------------------------
@@ -305,7 +306,7 @@ def _toy_labels(seed: int = 0):
 @pytest.mark.parametrize("method,params", [("autoL", {"steps": 300, "xla": False}), ("lgc", None), ("knn", None)])
 def test_find_label_issues_on_two_clusters(method, params):
     X, labels, names, wrong = _toy_labels()
-    df = li.find_label_issues(X, labels, method=method, params=params, clean_labels=names)
+    df = find_label_issues(X, labels, method=method, params=params, clean_labels=names)
     assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue", "is_flipped"]
     assert len(df) == 40 and df["label_quality"].between(0, 1).all()
     assert sorted(df.loc[df["is_label_issue"], "index"]) == wrong
@@ -321,22 +322,22 @@ def test_find_label_issues_with_a_graph_only_and_bad_input():
     D = ((X[:, None] - X[None]) ** 2).sum(-1)
     W = np.exp(-D / 2) * (D < 4.0)
     np.fill_diagonal(W, 0)
-    df = li.find_label_issues(None, labels, graph=sp.csr_matrix(W), method="lgc")
+    df = find_label_issues(None, labels, graph=sp.csr_matrix(W), method="lgc")
     assert sorted(df.loc[df["is_label_issue"], "index"]) == wrong and "is_flipped" not in df.columns
     with pytest.raises(UserError, match="give X"):
-        li.find_label_issues(None, labels)
+        find_label_issues(None, labels)
     with pytest.raises(UserError, match="symmetric"):
-        li.find_label_issues(None, labels, graph=np.triu(W))
+        find_label_issues(None, labels, graph=np.triu(W))
     with pytest.raises(UserError, match="cut=foo"):
-        li.find_label_issues(X, labels, cut="foo")
+        find_label_issues(X, labels, cut="foo")
     with pytest.raises(UserError, match="does not judge labels"):
-        li.find_label_issues(X, labels, method="gfhf")
+        find_label_issues(X, labels, method="gfhf")
 
 
 def test_find_label_issues_is_exported():
     import lgcexp
 
-    assert lgcexp.find_label_issues is li.find_label_issues
+    assert lgcexp.find_label_issues is find_label_issues
 
 
 # --- config and runs --------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from PIL import Image
 
 from lgcexp.report import (LABEL_ISSUES_FILE, METHOD_COLORS, figure2_facts, plotted_values, read_label_issues, roc_pr,
                            write_report)
-from lgcexp.tables import load_reported, main as tables_main, write_tables
+from lgcexp.tables import load_reported, write_tables
+from lgcexp.tables_cli import main as tables_main
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ROOT / "results" / "tables"

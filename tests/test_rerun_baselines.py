@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 from lgcexp.algorithms.eigenfunction import (Eigenfunction, EigenfunctionBuilder, EigenfunctionGraph,
                                              eigenfunctions_1d)
 from lgcexp.algorithms.lgc import LGC
-from lgcexp.anchor import (AnchorGraph, AnchorGraphBuilder, anchor_matrix, kernel_weights, lae_weights,
+from lgcexp.graph.anchor import (AnchorGraph, AnchorGraphBuilder, anchor_matrix, kernel_weights, lae_weights,
                            nearest_anchors, project_simplex)
 from lgcexp.errors import UserError
 from lgcexp.evaluate import mark_unreached

@@ -16,6 +16,8 @@ ALGORITHMS = Registry("algo", {
     "siis": "lgcexp.algorithms.siis:SIIS",
     "auto": "lgcexp.algorithms.auto:Auto",
     "gtf": "lgcexp.algorithms.gtf:GTF",
+    "lssc": "lgcexp.algorithms.lssc:LSSC",
+    "eigenfunction": "lgcexp.algorithms.eigenfunction:Eigenfunction",
 })
 
 

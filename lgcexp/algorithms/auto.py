@@ -60,7 +60,8 @@ import numpy as np
 from ..graph import Graph
 from ..params import Array, Boolean, Interval, Options, positive
 from .autod import alpha_of_x
-from .autol import DTYPES, LOSSES, NORMALIZE, LooModel, cached_submatrices, loo_matrix, optimize_weights
+from .autol import DTYPES, LOSSES, NORMALIZE, LooModel, loo_matrix, optimize_weights
+from .propagation import cached_submatrices
 from .base import GraphSSLAlgorithm, one_hot
 from .lgc import graph_degree, lgc_propagate
 
@@ -73,6 +74,8 @@ class Auto(GraphSSLAlgorithm):
     """LGC_LVO_Auto (see the module docstring)."""
 
     name = "auto"
+    n_iter_key = "opt_steps"
+    quick_params = {"x_grid": [2.0, 8.0], "steps": 20, "xla": False}
     #: the top-level `loss=` option (AutoL's) is not mapped: like LGC, one run per seed in the table sweeps
     losses: ClassVar[tuple[str, ...]] = ()
     class_columns = ("corrected_label", "lgc_label")

@@ -144,7 +144,7 @@ class ExactLOO:
     def __init__(self, S, labeled: np.ndarray, Y_L: np.ndarray, alphas, *, tol: float = 1e-6,
                  dtype: str = "float64"):
         from ..linalg import multishift_cg
-        from .autol import propagation_submatrices
+        from .propagation import propagation_submatrices
 
         t0 = time.perf_counter()
         labeled = np.asarray(labeled, dtype=np.int64)
@@ -310,6 +310,7 @@ class AutoD(GraphSSLAlgorithm):
     """
 
     name = "autoD"
+    quick_params = {"p": 10}
     class_columns = ("loo_pred",)
     #: empty: the top-level `loss` option (AutoL's xent|ce|mse|mae) is not mapped; AutoD is steered by its own
     #: `select` and `loss` parameters

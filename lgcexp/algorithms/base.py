@@ -52,6 +52,14 @@ class GraphSSLAlgorithm(Configurable):
     #: the ``label_info_`` columns that hold class numbers 0..c-1 (written in the file's own label values by
     #: a diagnosis run, :mod:`lgcexp.diagnosis`)
     class_columns: ClassVar[tuple[str, ...]] = ()
+    #: the graph builder (``graph=`` name) this method runs on when none is asked for: ``knn`` for a method
+    #: on any affinity graph; a method that needs a graph of its own names it (LSSC: anchor)
+    default_graph: ClassVar[str] = "knn"
+    #: the ``info_`` entry that counts the method's iterations (the estimators' ``n_iter_``)
+    n_iter_key: ClassVar[str] = "solver_iterations"
+    #: parameters for a quick fit on tens of points (scikit-learn's estimator checks; the paper's defaults,
+    #: e.g. 300 eigenpairs, need more points than that)
+    quick_params: ClassVar[dict[str, Any]] = {}
 
     # ----- optional hooks, each with its default --------------------------------------------------------
     def required_eigenpairs(self) -> int:

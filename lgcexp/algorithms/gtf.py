@@ -124,6 +124,7 @@ class GTF(GraphSSLAlgorithm):
     rho, ``tol``/``max_iter`` the stopping rule, ``solver`` the b-step solve (see :func:`gtf_admm`)."""
 
     name = "gtf"
+    quick_params = {"max_iter": 100}
     _parameter_constraints = {
         "lam": [positive()],
         "order": [Interval("int", 0, 1)],
@@ -147,7 +148,7 @@ class GTF(GraphSSLAlgorithm):
         self.solver = solver
 
     def _fit(self, graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
-        from ..anchor import require_sparse_graph
+        from ..graph.anchor import require_sparse_graph
 
         require_sparse_graph(graph, self.name)
         Delta = incidence(graph.W, int(self.order))

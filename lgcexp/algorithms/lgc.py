@@ -7,54 +7,34 @@ sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.linalg.rcm_reorde
 the row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.linalg.ArgmaxCertificate`,
 from the residual and the smallest eigenvalue structure of ``I - alpha S``), or at the relative residual ``tol``
 when some row's top two scores are too close to certify (exact ties); the predictions are therefore those of
-the exact solution, while the scores themselves are accurate to the certified bound only.
+the exact solution, while the scores themselves are accurate to the certified bound only (``stop='argmax'``,
+the default, which the command's runs use). ``stop='tol'`` runs CG to the relative residual ``tol`` in every
+column, so the scores themselves are accurate to ``tol`` (the closed form; what scikit-learn's
+``LabelSpreading`` tests check).
 The authors' fixed-point iteration ``F <- (1-alpha) Y + alpha S F`` for ``t`` steps is available as
 ``solver='power'`` for comparison.
 """
 from __future__ import annotations
 
-import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..linalg import shifted_solve
 from ..params import Boolean, Options, positive, unit_open
 from .base import GraphSSLAlgorithm, label_matrix
+from .propagation import cached_propagation_submatrix, graph_degree, lgc_propagate
+
+__all__ = ["LGC", "SOLVERS", "STOPS", "graph_degree", "lgc_propagate"]
 
 SOLVERS = ("cg", "power")
-
-
-def lgc_propagate(
-    S, Y: np.ndarray, alpha: float, *, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000,
-    degree: np.ndarray | None = None, reorder: bool = True,
-) -> tuple[np.ndarray, int]:
-    """Return ``(I - alpha S)^-1 Y`` (cg) or the authors' t-step iterate divided by (1 - alpha) (power).
-
-    Both estimate the same matrix; returns (F, iterations). ``cg`` runs in reverse Cuthill-McKee order
-    (``reorder``) and, given the graph's ``degree`` (S = D^-1/2 W D^-1/2), stops once every row's argmax is
-    certain (:func:`lgcexp.linalg.shifted_solve`), else at the relative residual ``tol``.
-    """
-    Y = np.asarray(Y, dtype=np.float64)
-    if solver == "cg":
-        F, it, _ = shifted_solve(S, Y, alpha, tol=tol, maxiter=maxiter, reorder=reorder, degree=degree)
-        return F, it
-    F = Y.copy()
-    for _ in range(t):
-        F = (1.0 - alpha) * Y + alpha * (S @ F)
-    return F / (1.0 - alpha), t
-
-
-def graph_degree(graph: Graph) -> np.ndarray | None:
-    """The degrees behind ``graph.S = D^-1/2 W D^-1/2`` for the argmax certificate (None for a graph whose S
-    is not that normalisation of a sparse W, e.g. the anchor graph's low-rank S)."""
-    if not sp.issparse(graph.S) or not sp.issparse(getattr(graph, "W", None)):
-        return None
-    return getattr(graph, "degree", None)
+#: when conjugate gradient stops: once every row's argmax is certified, or at the relative residual tol
+STOPS = ("argmax", "tol")
 
 
 class LGC(GraphSSLAlgorithm):
     """LGC classifier. Parameters: ``alpha`` in (0, 1); ``solver`` 'cg' (default) or 'power' (``t`` steps);
-    ``judge`` (default true): also judge the labels by LGC's leave-one-out prediction.
+    ``stop`` (cg): 'argmax' (default: stop once every row's argmax is certified, ``tol`` the fallback) or
+    'tol' (stop at the relative residual ``tol``); ``judge`` (default true): also judge the labels by LGC's
+    leave-one-out prediction.
 
     Label judgement (:meth:`label_judgement`, docs/label_issues.md): the prediction at each labelled point
     with its own label left out, ``normalize_rows(P~ B)`` with ``P~`` the labelled block of
@@ -63,6 +43,7 @@ class LGC(GraphSSLAlgorithm):
     AutoL's), cached per labelled set like AutoL's."""
 
     name = "lgc"
+    unlisted_params = ("stop",)
     _parameter_constraints = {
         "alpha": [unit_open()],
         "solver": [Options(SOLVERS)],
@@ -70,27 +51,28 @@ class LGC(GraphSSLAlgorithm):
         "maxiter": [positive("int")],
         "t": [positive("int")],
         "judge": [Boolean()],
+        "stop": [Options(STOPS)],
     }
 
     def __init__(self, alpha: float = 0.9, solver: str = "cg", tol: float = 1e-10, maxiter: int = 10_000, t: int = 1000,
-                 judge: bool = True):
+                 judge: bool = True, stop: str = "argmax"):
         self.alpha = alpha
         self.solver = solver
         self.tol = tol
         self.maxiter = maxiter
         self.t = t
         self.judge = judge
+        self.stop = stop
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         Y = label_matrix(graph.n, labeled, y_labeled, n_classes)
         self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t,
-                                          degree=graph_degree(graph))
+                                          degree=graph_degree(graph) if self.stop == "argmax" else None)
         self.info_["solver_iterations"] = int(it)
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
         if self.judge and sp.issparse(graph.S):
             from ..label_issues import LabelJudgement, graph_loo_probs
-            from .autol import cached_propagation_submatrix
 
             P, st = cached_propagation_submatrix(graph, labeled, float(self.alpha), cache=cache, solver=self.solver,
                                                  t=self.t, progress=progress)

@@ -2,7 +2,7 @@
 2015, AAAI), as lgcexp reads it (docs/fidelity.md#lssc).
 
 Graph: the sparse codes ``Z`` (n x m) of the points over a dictionary of m k-means centres, here the local
-anchor embedding codes of :mod:`lgcexp.anchor` (non-negative, l1 norm 1, s non-zeros a row), with the
+anchor embedding codes of :mod:`lgcexp.graph.anchor` (non-negative, l1 norm 1, s non-zeros a row), with the
 low-rank graph ``W = Z Lambda^-1 Z'``; needs ``graph=anchor``. Scores are restricted to the span of the
 codes, ``F = Z A`` (A: m x c), so the problem has m x c unknowns (linear in n).
 
@@ -99,6 +99,8 @@ class LSSC(GraphSSLAlgorithm):
     ``tol``, ``max_iter``, ``alpha``, ``adaptive``, ``check_every`` of the ADMM (:func:`lssc_admm`)."""
 
     name = "lssc"
+    default_graph = "anchor"
+    quick_params = {"max_iter": 200}
     _parameter_constraints = {"lam": [positive()], "rho": [positive()], "tol": [positive()],
                               "max_iter": [positive("int")], "alpha": [Interval("real", 0.0, 2.0, closed="neither")],
                               "adaptive": [Boolean()], "check_every": [positive("int")]}
@@ -114,7 +116,7 @@ class LSSC(GraphSSLAlgorithm):
         self.check_every = check_every
 
     def _fit(self, graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
-        from ..anchor import AnchorGraph
+        from ..graph.anchor import AnchorGraph
 
         if not isinstance(graph, AnchorGraph):
             raise UserError("algo=lssc needs graph=anchor (the sparse codes of the points over the k-means dictionary)")

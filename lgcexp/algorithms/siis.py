@@ -280,6 +280,7 @@ class SIIS(GraphSSLAlgorithm):
     """
 
     name = "siis"
+    quick_params = {"m": 10}
     _parameter_constraints = {
         "m": [positive("int")],
         "lambda1": [positive()],

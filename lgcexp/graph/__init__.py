@@ -11,8 +11,11 @@ on disk.
 Modules: :mod:`.base` (the :class:`Graph` record, the :class:`GraphBuilder` protocol), :mod:`.kernels`
 (edge weights: gaussian, self_tuning, binary), :mod:`.knn` (``graph=knn``), :mod:`.knn_approx`
 (``graph=knn_approx``: faiss HNSW / IVF-Flat, recall measured against the exact search),
-:mod:`.precomputed` (``graph=precomputed``: a scipy sparse adjacency from a file). A builder module is
-imported when its name is first used.
+:mod:`.precomputed` (``graph=precomputed``: a scipy sparse adjacency from a file), :mod:`.anchor`
+(``graph=anchor``: the anchor graph), :mod:`.eigenfunction` (``graph=eigenfunction``: numerical
+eigenfunctions), :mod:`.search` (the faiss primitives the kNN modules share), :mod:`.extension` (new points).
+A builder module is imported when its name is first used. Built-ins are registered here, by name; a plug-in
+by its yaml's ``_target_`` (:mod:`lgcexp.registry`).
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ GRAPH_BUILDERS = Registry("graph", {
     "knn": "lgcexp.graph.knn:KnnGraph",
     "knn_approx": "lgcexp.graph.knn_approx:KnnApproxGraph",
     "precomputed": "lgcexp.graph.precomputed:PrecomputedGraph",
+    "anchor": "lgcexp.graph.anchor:AnchorGraphBuilder",
+    "eigenfunction": "lgcexp.graph.eigenfunction:EigenfunctionBuilder",
 })
 
 __all__ = [

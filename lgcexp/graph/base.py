@@ -80,6 +80,22 @@ class GraphBuilder(Configurable):
 
     name: ClassVar[str] = "base"
     config_prefix: ClassVar[str] = "graph."
+    #: parameters for a graph on about 10 points (scikit-learn's estimator checks)
+    quick_params: ClassVar[dict[str, Any]] = {}
+    #: whether ``build`` takes a scipy sparse X (faiss, k-means and PCA here read dense rows)
+    accepts_sparse: ClassVar[bool] = False
+    #: whether X is the graph itself (an n x n affinity; scikit-learn's "pairwise" input), not features
+    pairwise: ClassVar[bool] = False
+
+    def min_points(self) -> int:
+        """The fewest points the graph can be built on."""
+        return 2
+
+    def extension(self, X: Any, graph: Graph, **build_options: Any) -> Any:
+        """After ``build(X)``: how new points are placed, an object whose ``predict_proba(Xq, algorithm)``
+        gives their class distributions from a fitted algorithm (:mod:`lgcexp.graph.extension`). Default:
+        none (a one-line refusal)."""
+        raise UserError(f"graph={self.name} has no rule for new points: predict takes the training points only")
 
     def build(self, X: np.ndarray, *, cache: Cache | None = None,
               data_fingerprint: str | None = None, **options: Any) -> tuple[Graph, bool]:

@@ -13,7 +13,10 @@ diagonal. What is not fixed by an option is refused with one line naming ``graph
 * a dense array (``.npy``, or ``.npz`` arrays from ``numpy.savez``) is refused: at the sizes this tool is
   for a dense n x n graph does not fit; save ``scipy.sparse.csr_matrix(W)`` instead.
 
-The features are not used: the builder never reads ``X``. The graph's key is a hash of its content (after
+The features are not used: the builder never reads ``X``. The scikit-learn estimators hand the matrix over
+in memory instead of as a file (``build(X, adjacency=W)``, ``graph="precomputed"``); it passes the same
+checks, each refusal naming ``X`` instead of ``graph.path``. A graph without a single edge is refused too
+(every point would be unreached: nothing to propagate). The graph's key is a hash of its content (after
 the rules above), so two files with the same graph share the cached eigenpairs; the graph itself is not
 cached (the file is). ``sigma`` is NaN (the weights are the file's).
 """
@@ -58,6 +61,8 @@ class PrecomputedGraph(GraphBuilder):
     """
 
     name = "precomputed"
+    accepts_sparse = True
+    pairwise = True
     _parameter_constraints = {
         "path": [String("a path to a scipy sparse .npz file (scipy.sparse.save_npz)")],
         "symmetrize": [Options(SYMMETRIZE_RULES)],
@@ -69,13 +74,25 @@ class PrecomputedGraph(GraphBuilder):
         self.symmetrize = symmetrize
         self.diagonal = diagonal
 
+    def _validate_params(self, prefix: str | None = None) -> None:
+        """The table's checks; without a path (the estimators: the matrix comes in memory, ``build(X,
+        adjacency=W)``, and is checked there) the path is not checked here."""
+        params = self.get_params()
+        if params["path"] is None:
+            params.pop("path")
+        self.check_config(params, prefix)
+
     # -- reading and checking ------------------------------------------------------------------------------
     def _refuse(self, why: str, prefix: str | None = None) -> UserError:
+        if prefix == _IN_MEMORY:
+            return UserError(f"X is not allowed as a precomputed graph (graph='precomputed'): {why}")
         prefix = self.config_prefix if prefix is None else prefix
         return UserError(f"{prefix}path={fmt_value(self.path)} is not allowed: {why}")
 
     def _read(self, prefix: str | None) -> sp.spmatrix:
         """The sparse matrix in the file, or a one-line refusal (missing, unreadable, dense, not sparse)."""
+        if self.path is None:
+            raise self._refuse("it must be a path to a scipy sparse .npz file (scipy.sparse.save_npz)", prefix)
         path = Path(os.path.expanduser(str(self.path)))
         if not path.exists():
             raise self._refuse("no such file", prefix)
@@ -108,7 +125,15 @@ class PrecomputedGraph(GraphBuilder):
     def load(self, n: int | None = None, prefix: str | None = None) -> tuple[sp.csr_matrix, dict[str, Any]]:
         """The checked adjacency (CSR, float64, symmetric, zero diagonal) and what was done to it; ``n`` the
         number of points it must match (None: not checked)."""
-        M = self._read(prefix)
+        return self.check_matrix(self._read(prefix), n, prefix)
+
+    def check_matrix(self, M: Any, n: int | None = None, prefix: str | None = None
+                     ) -> tuple[sp.csr_matrix, dict[str, Any]]:
+        """The checks of :meth:`load` on a matrix (sparse, or a dense array given in memory)."""
+        if not sp.issparse(M):
+            M = np.asarray(M)
+            if M.ndim != 2:
+                raise self._refuse(f"it has {M.ndim} dimensions; it must be a square (n x n) matrix", prefix)
         if M.dtype.kind not in "biuf":
             raise self._refuse(f"its entries have dtype {M.dtype}; weights must be real numbers", prefix)
         if M.ndim != 2 or M.shape[0] != M.shape[1]:
@@ -147,10 +172,15 @@ class PrecomputedGraph(GraphBuilder):
         W = sp.csr_matrix(W)
         W.eliminate_zeros()
         W.sort_indices()
+        if W.nnz == 0:
+            raise self._refuse("it has no edge (every weight is 0): no label could reach another point", prefix)
         return W, info
 
     def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
-        """Read and check the file against the data's size (cheap); the result is kept for build."""
+        """Read and check the file against the data's size (cheap); the result is kept for build. Without a
+        path the matrix comes at build (``adjacency=``) and is checked there."""
+        if self.path is None:
+            return
         path = Path(os.path.expanduser(str(self.path)))
         W, info = self.load(n, prefix)
         self._loaded = (self._stamp(path), n, W, info)
@@ -160,20 +190,42 @@ class PrecomputedGraph(GraphBuilder):
         st = path.stat()
         return (str(path.resolve()), st.st_mtime_ns, st.st_size)
 
-    def _build(self, X, *, cache: Cache | None, data_fingerprint: str | None) -> tuple[Graph, bool]:
+    def extension(self, X: Any, graph: Graph, **build_options: Any) -> Any:
+        """New points come as their affinities to the training points and vote with them
+        (:class:`lgcexp.graph.extension.AffinityVote`)."""
+        from .extension import AffinityVote
+
+        return AffinityVote()
+
+    def _build(self, X, *, cache: Cache | None, data_fingerprint: str | None,
+               adjacency: Any = None) -> tuple[Graph, bool]:
         # The features are not used: X may be None; only its row count is compared when it is given.
+        # ``adjacency``: the matrix itself, in memory (the estimators' graph="precomputed", where X is it)
         n = None if X is None else int(X.shape[0])
+        if adjacency is not None:
+            W, info = self.check_matrix(adjacency, n, _IN_MEMORY)
+            key = stable_hash({"precomputed": _content_hash(W), "v": 1})
+            return Graph(W=W, sigma=float("nan"), key=key, info=info), False
         path = Path(os.path.expanduser(str(self.path)))
         loaded = getattr(self, "_loaded", None)
         if loaded is not None and path.exists() and loaded[0] == self._stamp(path) and n in (None, loaded[1]):
             W, info = loaded[2], loaded[3]
         else:
             W, info = self.load(n)
-        h = hashlib.sha256()
-        for a in (np.array(W.shape, dtype=np.int64), W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data):
-            h.update(np.ascontiguousarray(a).tobytes())
-        digest = h.hexdigest()
+        digest = _content_hash(W)
         key = stable_hash({"precomputed": digest, "v": 1})
         info = {"file": str(path.resolve()), "content_sha256": digest[:16], **info}
         log.info("read graph %s: %d points, %d edges", path, W.shape[0], W.nnz // 2)
         return Graph(W=W, sigma=float("nan"), key=key, info=info), False
+
+
+#: the ``prefix`` that makes a refusal name the in-memory matrix X
+_IN_MEMORY = "\0in-memory"
+
+
+def _content_hash(W: sp.csr_matrix) -> str:
+    """sha256 of a checked CSR graph's shape and arrays (the graph's cache key)."""
+    h = hashlib.sha256()
+    for a in (np.array(W.shape, dtype=np.int64), W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()

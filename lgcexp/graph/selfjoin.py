@@ -71,7 +71,7 @@ def is_integer_valued(X: np.ndarray, chunk: int = 8192) -> bool:
 
 def faiss_norms(Xf: np.ndarray) -> np.ndarray:
     """Squared norms of the rows of the float32 array Xf as faiss computes them (``fvec_norms_L2sqr``)."""
-    from .knn import import_faiss
+    from .search import import_faiss
 
     faiss = import_faiss()
     out = np.empty(Xf.shape[0], dtype=np.float32)
@@ -228,7 +228,7 @@ def selfjoin_search(X: np.ndarray, k: int, *, block: int = 1024, dims: int = 64,
 
 def _selfjoin(X: np.ndarray, k: int, block: int, dims: int, nthreads: int, stats: dict[str, Any] | None
               ) -> tuple[np.ndarray, np.ndarray]:
-    from .knn import drop_self
+    from .search import drop_self
 
     X = np.ascontiguousarray(X, dtype=np.float32)
     n, d = X.shape
@@ -345,7 +345,7 @@ def _selfjoin(X: np.ndarray, k: int, block: int, dims: int, nthreads: int, stats
 def faiss_rows(Xf: np.ndarray, k: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """faiss's exact search for the points ``rows`` only, through the same (BLAS) code path as a search of
     all points: faiss takes a slower per-pair path for few queries, so the query set is padded."""
-    from .knn import exact_search, import_faiss
+    from .search import faiss_exact_search, import_faiss
 
     faiss = import_faiss()
     n, d = Xf.shape
@@ -354,5 +354,5 @@ def faiss_rows(Xf: np.ndarray, k: int, rows: np.ndarray) -> tuple[np.ndarray, np
     if queries.size < need:
         fill = np.setdiff1d(np.arange(min(n, need + queries.size)), queries)[: need - queries.size]
         queries = np.concatenate([queries, fill])
-    dist, idx = exact_search(Xf, k, queries)
+    dist, idx = faiss_exact_search(Xf, k, queries)
     return dist[: len(rows)], idx[: len(rows)]

@@ -1,0 +1,93 @@
+"""The stages every fit runs, in one function: graph -> eigenpairs -> optimize -> judge the labels.
+
+:func:`fit_on_graph` is what both front ends call: the ``lgcexp`` command (:func:`lgcexp.pipeline.run`,
+after loading the data and drawing the labels) and the scikit-learn estimators (:mod:`lgcexp.sklearn`, with
+the labels the user gave). The label judgement is the algorithm's own hook
+(:meth:`lgcexp.algorithms.base.GraphSSLAlgorithm.label_judgement`) under the ``detect`` options
+(:func:`lgcexp.label_issues.judge`), so an estimator's ``label_issues_`` is the command's
+``label_issues.csv`` for the same fit.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from .graph import Graph
+
+
+class StageTimer:
+    """Wall-clock seconds per stage name (a stage entered twice adds up)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 4)
+
+
+@dataclass
+class FittedStages:
+    """What :func:`fit_on_graph` produced: the graph (and whether it came from the cache), the eigenpairs
+    (None when the method needs none), the fitted algorithm and its judged labels (None when the method does
+    not judge labels; a :class:`lgcexp.label_issues.JudgedLabels` otherwise)."""
+
+    graph: Graph
+    graph_hit: bool
+    eig: Any
+    eig_hit: bool | None
+    algorithm: Any
+    issues: Any
+
+
+def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_labeled: np.ndarray, n_classes: int,
+                 *, cache: Any = None, data_fingerprint: str | None = None, n_eigenpairs: int | None = None,
+                 eig_options: Mapping[str, Any] | None = None, detect: Any = None, progress: bool = False,
+                 timer: StageTimer | None = None, build_options: Mapping[str, Any] | None = None,
+                 features: Any = None) -> FittedStages:
+    """Build the graph of ``X`` with ``builder``, compute the Laplacian eigenpairs the method needs
+    (``n_eigenpairs``, default ``algorithm.required_eigenpairs()``; ``eig_options`` the ``eig`` section),
+    fit ``algorithm`` on (``labeled``, ``y_labeled``) and judge the labels (``detect`` options; the labelled
+    rows of ``features``, the points' feature matrix or None, feed the feature view).
+
+    Times the stages ``graph``, ``eig``, ``optimize`` and ``evaluate`` (the judgement) on ``timer``.
+    ``algorithm`` and ``builder`` are fitted in place."""
+    from . import label_issues
+
+    timer = timer or StageTimer()
+    with timer.stage("graph"):
+        graph, graph_hit = builder.build(X, cache=cache, data_fingerprint=data_fingerprint, **dict(build_options or {}))
+    p = algorithm.required_eigenpairs() if n_eigenpairs is None else n_eigenpairs
+    eig, eig_hit = None, None
+    with timer.stage("eig"):
+        if p:
+            from .spectral import laplacian_eigenpairs
+
+            eig, eig_hit = laplacian_eigenpairs(graph, p, cache=cache, progress=progress, **dict(eig_options or {}))
+    with timer.stage("optimize"):
+        algorithm.fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache)
+    with timer.stage("evaluate"):
+        issues = None
+        judgement = algorithm.label_judgement()
+        if judgement is not None:
+            opts = label_issues._options(detect)
+            Xl = None
+            if features is not None and opts.features:
+                Xl = features[np.asarray(labeled)]
+                Xl = np.asarray(Xl.toarray() if _is_sparse(Xl) else Xl, dtype=np.float64)
+            issues = label_issues.judge(judgement, y_labeled, opts, X=Xl)
+    return FittedStages(graph, graph_hit, eig, eig_hit, algorithm, issues)
+
+
+def _is_sparse(X: Any) -> bool:
+    import scipy.sparse as sp
+
+    return sp.issparse(X)
