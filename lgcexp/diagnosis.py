@@ -153,6 +153,12 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
 def given_split(p: Any, data: Any) -> LabelSplit:
     """Stage 2 of a diagnosis run: the data's own labelled set as given (logs the options not used)."""
     split = given_labels(data)
+    from .errors import UserError
+    from .loo import DENSE_METHODS, dense_refusal
+
+    why = dense_refusal(p.algorithm.name, split.n_labeled, "algo") if p.algorithm.name in DENSE_METHODS else None
+    if why:  # before the graph: a dense l x l judgement that cannot fit
+        raise UserError(why)
     log.info("diagnosis run: the data's own %d labelled points, as given (nothing sampled, no noise added)",
              split.n_labeled)
     counts = np.bincount(split.y_observed, minlength=data.n_classes)
