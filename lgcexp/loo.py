@@ -12,12 +12,15 @@ computes from the dense block), from F and the *diagonal* of P at the labelled p
 - ``exact``: blocks of unit-vector solves, ``P_ii = e_i^T (I - alpha S)^-1 e_i`` (l solves, in blocks of
   right-hand sides; memory n x block); or
 - ``probe``: *probing* (Tang & Saad, "A probing method for computing the diagonal of a matrix inverse",
-  Numer. Linear Algebra Appl. 19, 2012): the graph is coloured so that two points of one colour are more
-  than ``distance`` edges apart (greedy distance-r colouring), one solve per colour with the colour's
+  Numer. Linear Algebra Appl. 19, 2012): the labelled points are coloured so that two of one colour are
+  more than ``distance`` edges apart (greedy distance-r colouring), one solve per colour with the colour's
   indicator vector as right-hand side, and ``P_ii`` read at i from its colour's solution. The estimate
   adds ``sum_j P_ij`` over the other points j of i's colour, all more than ``distance`` hops away, where
   ``P_ij <= sum_{t > distance} alpha^t (S^t)_ij`` is small; it is never below the exact value (P >= 0).
-  The error is measured on a seeded sample of points by exact unit solves and recorded (``probe_check``).
+  The error is measured on a seeded sample of points by exact unit solves and recorded (``probe_check``,
+  with the largest change it makes to a leave-one-out distribution there). It is small against the
+  leave-one-out mass only where most points are labelled (that mass is about ``1 / (1 - alpha)`` times the
+  labelled share of the neighbourhood): :func:`choose_diagonal` probes only then.
 
 Everything runs in ``dtype`` (float32 by default, conjugate gradient to a relative residual ``tol`` = 1e-6
 per column, as AutoL's P_LL) and in blocks of right-hand sides: memory O(n (c + block)) beside the graph.
@@ -36,10 +39,9 @@ DIAGONALS = ("exact", "probe")
 #: above this many labels LGC's judgement (and find_label_issues' default method) leaves the dense ``P_LL``
 #: path for this module; below it every number is the dense path's (the paper's protocol: 1,040 labels)
 DENSE_MAX_LABELS = 10_000
-#: the diagonal estimator above DENSE_MAX_LABELS, and its colouring distance: on fully labelled MNIST
-#: (70,000 points, 10-NN) distance 3 needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042
-#: against P_ii ~ 1.1 and row sums ~ 10), distance 4 by 0.2 % in three times the time (docs/scale.md)
-LARGE_DIAGONAL = "probe"
+#: the probing distance above DENSE_MAX_LABELS: on fully labelled MNIST (70,000 points, 10-NN) distance 3
+#: needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042 against P_ii ~ 1.1 and leave-one-out
+#: row sums ~ 10), distance 4 by 0.2 % in three times the time (docs/label_issues.md#scale)
 LARGE_DISTANCE = 3
 
 
@@ -72,6 +74,15 @@ def dense_refusal(method: str, l: int, key: str) -> str | None:
             f"{l} x {l} P_LL and copies (at least {need / gib:.1f} GiB; this machine has {have / gib:.1f} GiB); "
             f"use {key}=lgc, whose leave-one-out needs O(n) memory (one solve and the diagonal of the "
             "propagation operator)")
+
+
+#: probing is used only where at least this share of the points is labelled (:func:`choose_diagonal`)
+PROBE_MIN_LABELLED = 0.5
+
+
+def choose_diagonal(n_labeled: int, n: int) -> str:
+    """``probe`` where most points are labelled (a fully labelled data set), else ``exact``."""
+    return "probe" if n_labeled >= PROBE_MIN_LABELLED * n else "exact"
 
 
 def _prepare(S: sp.spmatrix, labeled: np.ndarray, dtype: str) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
@@ -115,11 +126,14 @@ def _unit_diagonal(Sd, rows: np.ndarray, alpha: float, tol: float, maxiter: int,
     return d, iters
 
 
-def distance_colouring(S: sp.spmatrix, distance: int = 2, chunk: int = 4096) -> np.ndarray:
-    """Greedy colouring (in index order) of the graph of ``S`` such that two points of one colour are more
-    than ``distance`` edges apart: the colour of i is the smallest not used by an earlier point within
-    ``distance`` hops. The ``distance``-hop neighbourhoods are formed ``chunk`` rows at a time."""
+def distance_colouring(S: sp.spmatrix, distance: int = 2, among: np.ndarray | None = None,
+                       chunk: int = 4096) -> np.ndarray:
+    """Greedy colouring (in index order) of the points ``among`` (a boolean mask; default all) such that two
+    of them with one colour are more than ``distance`` edges apart in the graph of ``S``: the colour of i is
+    the smallest not used by an earlier such point within ``distance`` hops. Other points get -1. The
+    ``distance``-hop neighbourhoods are formed ``chunk`` rows at a time."""
     n = S.shape[0]
+    among = np.ones(n, dtype=bool) if among is None else np.asarray(among, dtype=bool)
     A = sp.csr_matrix(S, dtype=np.float32, copy=True)
     A.data[:] = 1.0
     A = (A + sp.identity(n, dtype=np.float32, format="csr")).tocsr()
@@ -132,6 +146,8 @@ def distance_colouring(S: sp.spmatrix, distance: int = 2, chunk: int = 4096) -> 
         R = R.tocsr()
         for k in range(R.shape[0]):
             i = s0 + k
+            if not among[i]:
+                continue
             near = colour[R.indices[R.indptr[k]:R.indptr[k + 1]]]
             near = near[near >= 0]
             mark[near] = i
@@ -165,13 +181,13 @@ def propagation_diagonal(S: sp.spmatrix, labeled: np.ndarray, alpha: float, *, m
         if method == "exact":
             d, iters = _unit_diagonal(Sd, rows, alpha, tol, maxiter, dtype, block, bar)
         else:
-            colour = distance_colouring(Sd, distance)
+            need = np.zeros(n, dtype=bool)
+            need[rows] = True
+            colour = distance_colouring(Sd, distance, among=need)
             ncol = int(colour.max()) + 1
             stats["colours"] = ncol
             stats["distance"] = int(distance)
             full = np.zeros(n)
-            need = np.zeros(n, dtype=bool)
-            need[rows] = True
             iters = 0
             if bar is not None:
                 bar.total = ncol
@@ -183,8 +199,7 @@ def propagation_diagonal(S: sp.spmatrix, labeled: np.ndarray, alpha: float, *, m
                 B[members, colour[members] - c0] = 1.0
                 X, it, _ = _solve(Sd, B, alpha, tol, maxiter)
                 iters = max(iters, it)
-                m = members[need[members]]
-                full[m] = X[m, colour[m] - c0]
+                full[members] = X[members, colour[members] - c0]
                 if bar is not None:
                     bar.update(cs.size)
             d = full[rows]
@@ -196,6 +211,7 @@ def propagation_diagonal(S: sp.spmatrix, labeled: np.ndarray, alpha: float, *, m
                 stats["probe_check"] = {"points": int(pick.size), "mean_abs": float(err.mean()),
                                         "max_abs": float(err.max()),
                                         "mean_rel": float(np.mean(err / np.abs(exact)))}
+                stats["_check"] = (pick, exact)
     finally:
         if bar is not None:
             bar.close()
@@ -224,6 +240,19 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
     F = F[rows].astype(np.float64)
     d, st = propagation_diagonal(S, labeled, alpha, method=diagonal, distance=distance, tol=tol, maxiter=maxiter,
                                  dtype=dtype, block=block, progress=progress, _prepared=prepared)
+    check = st.pop("_check", None)
+    if check is not None:  # the probe's effect on the leave-one-out distributions of the checked points
+        from .label_issues import normalize_rows
+
+        pick, exact = check
+        Fp = F[pick]
+        a_ = Fp.copy()
+        a_[np.arange(pick.size), y[pick]] -= d[pick]
+        b_ = Fp
+        b_[np.arange(pick.size), y[pick]] -= exact
+        diff = np.abs(normalize_rows(np.maximum(a_, 0)) - normalize_rows(np.maximum(b_, 0))).max(axis=1)
+        st["probe_check"]["max_prob_diff"] = float(diff.max())
+        st["probe_check"]["mean_prob_diff"] = float(diff.mean())
     F[np.arange(y.size), y] -= d
     np.maximum(F, 0.0, out=F)
     stats = {"solve_iterations": int(it), "diagonal": st, "seconds": time.perf_counter() - t0}

@@ -61,8 +61,8 @@ class LGC(GraphSSLAlgorithm):
     ``(I - alpha S)^-1`` without its diagonal: the "graph leave-one-out, no learning" of the detection table.
     It needs ``P_LL`` (one conjugate-gradient solve per label, to a relative residual of 1e-6 in float32, as
     AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels it
-    needs no P_LL: one solve with c right-hand sides and the probed diagonal of the propagation operator
-    (:func:`lgcexp.loo.lgc_loo_probs`), in O(n) memory."""
+    needs no P_LL: one solve with c right-hand sides and the diagonal of the propagation operator (probed
+    where most points are labelled, else exact; :func:`lgcexp.loo.lgc_loo_probs`), in O(n) memory."""
 
     name = "lgc"
     _parameter_constraints = {
@@ -96,11 +96,11 @@ class LGC(GraphSSLAlgorithm):
 
             if len(labeled) > loo.DENSE_MAX_LABELS:
                 # every label judged without P_LL: one solve and the probed diagonal (lgcexp.loo)
+                how = loo.choose_diagonal(len(labeled), graph.n)
                 probs, st = loo.lgc_loo_probs(graph.S, labeled, y_labeled, n_classes, float(self.alpha),
-                                              diagonal=loo.LARGE_DIAGONAL, distance=loo.LARGE_DISTANCE,
-                                              progress=progress)
+                                              diagonal=how, distance=loo.LARGE_DISTANCE, progress=progress)
                 self._judgement = LabelJudgement(
-                    probs=probs, source=f"lgc: leave-one-out prediction (no learning; diagonal by {loo.LARGE_DIAGONAL})")
+                    probs=probs, source=f"lgc: leave-one-out prediction (no learning; diagonal: {how})")
                 self.info_["loo_seconds"] = round(st["seconds"], 4)
                 self.info_["loo_diagonal"] = {k: v for k, v in st["diagonal"].items() if k != "seconds"}
                 return
