@@ -307,6 +307,8 @@ def format_summary(r: dict[str, Any]) -> str:
     if r.get("label_issue_report"):
         lines.append(f"  label issues: {r['n_label_issues']} of the {r['n_labeled']} given labels flagged "
                      f"(label_issues.csv: every given label, most suspicious first, with a suggested label)")
+        if r.get("detect_estimated_issues") is not None:
+            lines.append(f"  confident learning estimates {r['detect_estimated_issues']} of the given labels are wrong")
     if "acc_unlabeled" in r:
         scored = f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)" if "n_scored_unlabeled" in r else ""
         lines.append(f"  accuracy against the file's clean labels{scored}: unlabelled {100 * r['acc_unlabeled']:.2f}%   "

@@ -40,7 +40,7 @@ from .params import Boolean, Configurable, Interval, Options
 __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
     "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "combine_views", "confident_thresholds",
-    "confident_joint", "calibrated_counts", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
+    "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
     "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame", "find_label_issues",
 ]
 
@@ -324,6 +324,18 @@ def confident_joint(probs: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
     return C, guess
 
 
+def estimate_issues(probs: np.ndarray, y: np.ndarray) -> int:
+    """Confident learning's estimate of the number of wrong labels: the off-diagonal sum of the calibrated
+    confident joint (:func:`calibrated_counts`), from the distribution ``probs`` alone (no clean labels)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    if not y.size:
+        return 0
+    C, _ = confident_joint(probs, y, probs.shape[1])
+    N = calibrated_counts(C, y)
+    return int(N.sum() - np.trace(N))
+
+
 def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
     """Integers per cell whose row sums are ``totals``: each cell's floor, plus one for the cells with the
     largest remainders (largest-remainder rounding, row by row)."""
@@ -519,6 +531,7 @@ class JudgedLabels:
     source: str
     features: bool
     feature_agreement: float | None = None
+    estimated_issues: int | None = None
 
 
 def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions:
@@ -560,7 +573,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
                       min_per_class=opts.min_per_class, evidence=evidence)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
-                        feature_agreement=agreement)
+                        feature_agreement=agreement, estimated_issues=estimate_issues(probs, y))
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
@@ -583,6 +596,7 @@ def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:
     known = np.asarray(split.y_clean) >= 0
     out: dict[str, Any] = {"detect_cut": judged.cut, "detect_features": judged.features,
                            "detect_feature_agreement": judged.feature_agreement, "detect_source": judged.source,
+                           "detect_estimated_issues": judged.estimated_issues,
                            "n_label_issues": int(judged.is_issue.sum())}
     if known.any():
         out.update(detection_metrics(judged.quality[known], judged.is_issue[known], split.flipped[known],
@@ -667,6 +681,9 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
     ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
 
+    ``df.attrs["estimated_issues"]``: confident learning's estimate of how many labels are wrong
+    (:func:`estimate_issues`); ``df.attrs["method"]``: the method used.
+
     Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
     ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
     values of ``labels``.
@@ -744,4 +761,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         flipped[known] = (y_clean != y)[known]
         if known.all():
             flipped = flipped.astype(bool)
-    return issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)
+    df = issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)
+    df.attrs["estimated_issues"] = judged.estimated_issues  # confident learning's estimate of the wrong labels
+    df.attrs["method"] = method
+    return df

@@ -236,7 +236,7 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
     n = Sd.shape[0]
     Y = np.zeros((n, int(n_classes)), dtype=dtype)
     Y[rows, y] = 1.0
-    F, it, rel = _solve(Sd, Y, alpha, tol, maxiter)
+    F, it, _ = _solve(Sd, Y, alpha, tol, maxiter)
     F = F[rows].astype(np.float64)
     d, st = propagation_diagonal(S, labeled, alpha, method=diagonal, distance=distance, tol=tol, maxiter=maxiter,
                                  dtype=dtype, block=block, progress=progress, _prepared=prepared)
