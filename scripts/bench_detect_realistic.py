@@ -79,7 +79,10 @@ def main() -> None:
     ap.add_argument("--rates", nargs="+", type=float, default=[0.1, 0.2, 0.4])
     ap.add_argument("--noises", nargs="+", default=["idn", "confusion"])
     ap.add_argument("--out", default=str(OUT / "detect_realistic"))
+    ap.add_argument("--detectors", nargs="+", default=None, help="compute only these (default: all)")
+    ap.add_argument("--merge", nargs="*", default=[], help="earlier CSVs whose rows join the table")
     a = ap.parse_args()
+    want = (lambda name: a.detectors is None or name in a.detectors)
 
     import cleanlab
     from cleanlab.filter import find_label_issues as cl_find
@@ -115,21 +118,32 @@ def main() -> None:
                     F = _solve(Sd, Y, 0.9, 1e-6, 10_000)[0][rws].astype(np.float64)
                     F[lab, y_obs] -= diag
                     graph = normalize_rows(np.maximum(F, 0.0))
-                    knn = knn_oof_probs(X, y_obs, c, k=10, folds=5, seed=seed)
-                    lr = oof_logistic_probs(X, y_obs, c, folds=5, pca=0, C=1.0, seed=seed)
-                    gl = combine_views(graph, lr)
                     det = {}
-                    det["graph"] = (label_quality(graph, y_obs), suggested_labels(graph, y_obs) != y_obs, graph)
-                    j = judge(LabelJudgement(probs=graph), y_obs, None, X=X)
-                    det["lgc+lda"] = (j.quality, j.is_issue, j.probs)
-                    for name, P in (("knn+cleanlab", knn), ("lr+cleanlab", lr)):
-                        det[name] = (get_label_quality_scores(y_obs, P), cl_find(y_obs, P), P)
-                    own_g = suggested_labels(graph, y_obs) != y_obs
-                    own_gl = suggested_labels(gl, y_obs) != y_obs
-                    q = label_quality(gl, y_obs)
-                    det["graph*lr consensus"] = (q, own_g & own_gl, gl)
-                    det["graph*lr suggested"] = (q, own_gl, gl)
-                    det["graph*lr CL"] = (q, confident_learning(gl, y_obs, c), gl)
+                    if want("graph"):
+                        det["graph"] = (label_quality(graph, y_obs), suggested_labels(graph, y_obs) != y_obs, graph)
+                    if want("lgc+lda"):
+                        j = judge(LabelJudgement(probs=graph), y_obs, None, X=X, feature_model="lda")
+                        det["lgc+lda"] = (j.quality, j.is_issue, j.probs)
+                    if want("lgc+lr"):  # the feature view by a logistic regression on the kept labels
+                        j = judge(LabelJudgement(probs=graph), y_obs, None, X=X, feature_model="logistic")
+                        det["lgc+lr"] = (j.quality, j.is_issue, j.probs)
+                    if want("knn+cleanlab"):
+                        knn = knn_oof_probs(X, y_obs, c, k=10, folds=5, seed=seed)
+                        det["knn+cleanlab"] = (get_label_quality_scores(y_obs, knn), cl_find(y_obs, knn), knn)
+                    if any(want(k) for k in ("lr+cleanlab", "graph*lr consensus", "graph*lr suggested", "graph*lr CL")):
+                        lr = oof_logistic_probs(X, y_obs, c, folds=5, pca=0, C=1.0, seed=seed)
+                        gl = combine_views(graph, lr)
+                        own_g = suggested_labels(graph, y_obs) != y_obs
+                        own_gl = suggested_labels(gl, y_obs) != y_obs
+                        q = label_quality(gl, y_obs)
+                        if want("lr+cleanlab"):
+                            det["lr+cleanlab"] = (get_label_quality_scores(y_obs, lr), cl_find(y_obs, lr), lr)
+                        if want("graph*lr consensus"):
+                            det["graph*lr consensus"] = (q, own_g & own_gl, gl)
+                        if want("graph*lr suggested"):
+                            det["graph*lr suggested"] = (q, own_gl, gl)
+                        if want("graph*lr CL"):
+                            det["graph*lr CL"] = (q, confident_learning(gl, y_obs, c), gl)
                     for name, (qq, flag, P) in det.items():
                         m = metrics(np.asarray(qq), np.asarray(flag, bool), flipped)
                         rows.append({"dataset": ds, "noise": noise, "rate": rate, "seed": seed, "detector": name,
@@ -142,6 +156,10 @@ def main() -> None:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    for path in a.merge:
+        with open(path) as fh:
+            rows += [{k: (v if k in ("dataset", "noise", "detector") else float(v)) for k, v in r.items()}
+                     for r in csv.DictReader(fh)]
     write_md(rows, out.with_suffix(".md"), cleanlab.__version__)
 
 

@@ -20,44 +20,13 @@ exact as for every noise model of this package.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from ..label_issues import oof_logistic_probs
 from ..params import Interval
 from .base import RATE, NoiseModel, noisy_count, uniform_transition, weighted_sample
-from .idn import standardise
 
-
-def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50,
-                       C: float = 1.0, seed: int = 0) -> np.ndarray:
-    """Out-of-fold class probabilities (l x c) of a multinomial logistic regression on the standardised
-    features (first projected on ``pca`` principal axes, fitted on all rows given, when there are more
-    features; 0: no projection). A class absent from a fold's training rows gets probability 0 there."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-
-    from ..label_issues import fold_splits
-
-    y = np.asarray(y, dtype=np.int64)
-    Z = standardise(X)
-    if pca and Z.shape[1] > int(pca):
-        from sklearn.decomposition import PCA
-
-        k = int(min(pca, Z.shape[0] - 1))
-        Z = PCA(n_components=k, svd_solver="randomized", random_state=int(seed)).fit_transform(Z)
-    out = np.zeros((y.size, int(n_classes)))
-    for tr, te in fold_splits(y, n_classes, folds, int(seed)):
-        present = np.unique(y[tr])
-        if present.size < 2:
-            out[te, present] = 1.0
-            continue
-        model = LogisticRegression(C=float(C), max_iter=1000)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(Z[tr], y[tr])
-        out[np.ix_(te, model.classes_)] = model.predict_proba(Z[te])
-    return out
+__all__ = ["ConfusionNoise", "oof_logistic_probs"]
 
 
 class ConfusionNoise(NoiseModel):
