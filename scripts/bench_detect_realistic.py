@@ -80,6 +80,8 @@ def main() -> None:
     ap.add_argument("--noises", nargs="+", default=["idn", "confusion"])
     ap.add_argument("--out", default=str(OUT / "detect_realistic"))
     ap.add_argument("--detectors", nargs="+", default=None, help="compute only these (default: all)")
+    ap.add_argument("--lr-pca", type=int, default=0, help="principal axes for the logistic regression of (c) "
+                    "and graph*lr (0: the standardised features as they are)")
     ap.add_argument("--merge", nargs="*", default=[], help="earlier CSVs whose rows join the table")
     a = ap.parse_args()
     want = (lambda name: a.detectors is None or name in a.detectors)
@@ -89,8 +91,16 @@ def main() -> None:
     from cleanlab.rank import get_label_quality_scores
 
     from lgcexp.graph import build_graph
-    from lgcexp.label_issues import (LabelJudgement, combine_views, confident_learning, judge, knn_oof_probs,
-                                     label_quality, normalize_rows, suggested_labels)
+    from lgcexp.label_issues import (
+        LabelJudgement,
+        combine_views,
+        confident_learning,
+        judge,
+        knn_oof_probs,
+        label_quality,
+        normalize_rows,
+        suggested_labels,
+    )
     from lgcexp.loo import _prepare, _solve, propagation_diagonal
     from lgcexp.noise import make_noise
     from lgcexp.noise.confusion import oof_logistic_probs
@@ -108,9 +118,10 @@ def main() -> None:
         diag, _ = propagation_diagonal(g.S, lab, 0.9, method=how, distance=3, check=0, _prepared=prep)
         print(f"{ds}: n={n} graph+diagonal ({how}) {time.perf_counter() - t0:.1f}s", flush=True)
         Sd, rws, _ = prep
-        for noise in a.noises:
-            for rate in a.rates:
-                for seed in range(a.seeds):
+        # seeds outermost, the files rewritten after every run: an interrupted benchmark keeps what it did
+        for seed in range(a.seeds):
+            for noise in a.noises:
+                for rate in a.rates:
                     t0 = time.perf_counter()
                     y_obs, flipped = make_noise(noise, rate=rate).corrupt(y, c, seed, X=X)
                     Y = np.zeros((n, c), dtype=np.float32)
@@ -131,7 +142,7 @@ def main() -> None:
                         knn = knn_oof_probs(X, y_obs, c, k=10, folds=5, seed=seed)
                         det["knn+cleanlab"] = (get_label_quality_scores(y_obs, knn), cl_find(y_obs, knn), knn)
                     if any(want(k) for k in ("lr+cleanlab", "graph*lr consensus", "graph*lr suggested", "graph*lr CL")):
-                        lr = oof_logistic_probs(X, y_obs, c, folds=5, pca=0, C=1.0, seed=seed)
+                        lr = oof_logistic_probs(X, y_obs, c, folds=5, pca=a.lr_pca, C=1.0, seed=seed)
                         gl = combine_views(graph, lr)
                         own_g = suggested_labels(graph, y_obs) != y_obs
                         own_gl = suggested_labels(gl, y_obs) != y_obs
@@ -147,20 +158,25 @@ def main() -> None:
                     for name, (qq, flag, P) in det.items():
                         m = metrics(np.asarray(qq), np.asarray(flag, bool), flipped)
                         rows.append({"dataset": ds, "noise": noise, "rate": rate, "seed": seed, "detector": name,
-                                     **m, "n_wrong": int(flipped.sum()), "cl_estimate": cl_estimate(P, y_obs, c)})
+                                     **m, "n_wrong": int(flipped.sum()), "cl_estimate": cl_estimate(P, y_obs, c),
+                                     "lr_pca": a.lr_pca})
                     print(f"{ds} {noise} {rate} seed {seed}: {time.perf_counter() - t0:.1f}s  " + "  ".join(
                         f"{r['detector']} {r['f1']:.3f}/{r['auc']:.3f}" for r in rows[-len(det):]), flush=True)
-    out = Path(a.out)
+                    save(rows, Path(a.out), a.merge, cleanlab.__version__)
+
+
+def save(rows, out: Path, merge, clv: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.with_suffix(".csv"), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    for path in a.merge:
+    rows = list(rows)
+    for path in merge:
         with open(path) as fh:
             rows += [{k: (v if k in ("dataset", "noise", "detector") else float(v)) for k, v in r.items()}
                      for r in csv.DictReader(fh)]
-    write_md(rows, out.with_suffix(".md"), cleanlab.__version__)
+    write_md(rows, out.with_suffix(".md"), clv)
 
 
 def write_md(rows, path: Path, clv: str) -> None:
@@ -171,11 +187,13 @@ def write_md(rows, path: Path, clv: str) -> None:
     agg = g.agg(f1=("f1", "mean"), auc=("auc", "mean"), precision=("precision", "mean"), recall=("recall", "mean"),
                 n_wrong=("n_wrong", "mean"), cl_estimate=("cl_estimate", "mean"), seeds=("seed", "nunique"))
     lines = [f"# Detectors on instance-dependent noise, every point labelled (cleanlab {clv})", "",
-             "F1 / ROC AUC, mean over seeds; `est.`: confident learning's estimate of the number of wrong labels "
-             "(true: `wrong`).", ""]
+             ("F1 / ROC AUC, mean over seeds; `est.`: confident learning's estimate of the number of wrong "
+              "labels (true: `wrong`)."), ""]
     for (ds, noise), sub in agg.groupby(level=[0, 1], sort=False):
         rates = sorted(sub.index.get_level_values(2).unique())
-        lines += [f"## {ds}, noise={noise}", "",
+        ns = sub["seeds"]
+        seeds = f"{int(ns.min())} seeds" if ns.min() == ns.max() else f"{int(ns.min())}-{int(ns.max())} seeds"
+        lines += [f"## {ds}, noise={noise} ({seeds})", "",
                   "| detector | " + " | ".join(f"{int(100 * r)} % F1 / AUC / est. (wrong)" for r in rates) + " |",
                   "|---|" + "---|" * len(rates)]
         for det in sub.index.get_level_values(3).unique():

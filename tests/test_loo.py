@@ -110,3 +110,25 @@ def test_dense_methods_refused_when_they_cannot_fit(monkeypatch):
     monkeypatch.setattr(loo, "DENSE_MAX_LABELS", 50)
     df = find_label_issues(X, y)
     assert len(df) == 500
+
+
+def test_feature_model_by_labelled_share_and_logistic_view():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from lgcexp.label_issues import choose_feature_model, feature_probs
+
+    assert choose_feature_model(1040, 7797) == "lda"  # the paper's protocol keeps the LDA
+    assert choose_feature_model(7797, 7797) == "logistic" and choose_feature_model(500, 1000) == "logistic"
+    rng = np.random.default_rng(1)
+    y = np.arange(150) % 3
+    X = rng.normal(size=(150, 4)) + 2.0 * np.eye(3, 4)[y]
+    keep = rng.random(150) > 0.2
+    got = feature_probs(X, y, 3, keep, folds=5, seed=4, model="logistic")
+    # the same by hand: standardised features, each fold's model on the other folds' kept labels only
+    Z = (X - X.mean(0)) / X.std(0)
+    want = np.zeros((150, 3))
+    for tr, te in StratifiedKFold(5, shuffle=True, random_state=4).split(Z, y):
+        tr = tr[keep[tr]]
+        want[te] = LogisticRegression(max_iter=1000).fit(Z[tr], y[tr]).predict_proba(Z[te])
+    assert np.allclose(got, want, atol=1e-5)
