@@ -97,11 +97,15 @@ def main() -> None:
     out["seconds"]["loo"] = time.perf_counter() - t
     out["loo_stats"] = st
     t = time.perf_counter()
-    judged = judge(LabelJudgement(probs=probs, source="lgc"), y_obs, None, X=np.asarray(X, dtype=np.float64))
+    model = choose_feature_model(n, n)  # every point labelled: the default feature view of a diagnosis run
+    judged = judge(LabelJudgement(probs=probs, source="lgc"), y_obs, None, X=np.asarray(X, dtype=np.float64),
+                   feature_model=model)
     out["seconds"]["judge"] = time.perf_counter() - t
     out["seconds"]["total_after_load"] = sum(v for k, v in out["seconds"].items() if k not in ("load", "noise"))
     out["metrics"] = detection_metrics(judged.quality, judged.is_issue, flipped, judged.suggested, y)
-    out["feature_view"] = {"used": judged.features, "agreement": judged.feature_agreement}
+    out["feature_view"] = {"model": model, "used": judged.features, "agreement": judged.feature_agreement}
+    out["estimated_issues"] = judged.estimated_issues
+    out["n_flipped"] = int(flipped.sum())
     out["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1, default=float))
