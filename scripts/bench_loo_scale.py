@@ -42,6 +42,7 @@ def main() -> None:
     from lgcexp.graph import build_graph
     from lgcexp.label_issues import (
         LabelJudgement,
+        choose_feature_model,
         detection_metrics,
         graph_loo_probs,
         judge,
