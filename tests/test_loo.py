@@ -132,3 +132,25 @@ def test_feature_model_by_labelled_share_and_logistic_view():
         tr = tr[keep[tr]]
         want[te] = LogisticRegression(max_iter=1000).fit(Z[tr], y[tr]).predict_proba(Z[te])
     assert np.allclose(got, want, atol=1e-5)
+
+
+def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from helpers import make_cfg
+    from lgcexp.graph import KnnGraph
+    from lgcexp.pipeline import run
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "label": np.arange(400) % 2}).to_csv(tmp_path / "d.csv",
+                                                                                                index=False)
+    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 20)
+
+    def no_graph(*a, **k):
+        raise AssertionError("the graph stage was reached")
+
+    monkeypatch.setattr(KnnGraph, "build", no_graph)
+    with pytest.raises(UserError) as e:
+        run(make_cfg("dataset=csv", f"dataset.path={tmp_path}/d.csv", "algo=autoL", tmp=tmp_path))
+    assert str(e.value).startswith("algo=autoL is not allowed with 400 labels on this machine") and "\n" not in str(e.value)
