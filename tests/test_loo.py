@@ -136,8 +136,8 @@ def test_feature_model_by_labelled_share_and_logistic_view():
 
 def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
     import pandas as pd
-
     from helpers import make_cfg
+
     from lgcexp.graph import KnnGraph
     from lgcexp.pipeline import run
 
