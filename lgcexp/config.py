@@ -172,6 +172,11 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     if not given_labels:
         check_label_count(p.n_labels, n, n_classes)
         p.noise.check_data(n, n_classes)
+        from .loo import DENSE_METHODS, dense_refusal
+
+        why = dense_refusal(p.algorithm.name, p.n_labels, "algo") if p.algorithm.name in DENSE_METHODS else None
+        if why:
+            raise UserError(why)
     p.graph.check_data(n, n_classes)
     p.algorithm.check_data(n, n_classes)
     if p.n_eigenpairs:

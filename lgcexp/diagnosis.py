@@ -153,6 +153,12 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
 def given_split(p: Any, data: Any) -> LabelSplit:
     """Stage 2 of a diagnosis run: the data's own labelled set as given (logs the options not used)."""
     split = given_labels(data)
+    from .errors import UserError
+    from .loo import DENSE_METHODS, dense_refusal
+
+    why = dense_refusal(p.algorithm.name, split.n_labeled, "algo") if p.algorithm.name in DENSE_METHODS else None
+    if why:  # before the graph: a dense l x l judgement that cannot fit
+        raise UserError(why)
     log.info("diagnosis run: the data's own %d labelled points, as given (nothing sampled, no noise added)",
              split.n_labeled)
     counts = np.bincount(split.y_observed, minlength=data.n_classes)
@@ -301,6 +307,8 @@ def format_summary(r: dict[str, Any]) -> str:
     if r.get("label_issue_report"):
         lines.append(f"  label issues: {r['n_label_issues']} of the {r['n_labeled']} given labels flagged "
                      f"(label_issues.csv: every given label, most suspicious first, with a suggested label)")
+        if r.get("detect_estimated_issues") is not None:
+            lines.append(f"  confident learning estimates {r['detect_estimated_issues']} of the given labels are wrong")
     if "acc_unlabeled" in r:
         scored = f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)" if "n_scored_unlabeled" in r else ""
         lines.append(f"  accuracy against the file's clean labels{scored}: unlabelled {100 * r['acc_unlabeled']:.2f}%   "

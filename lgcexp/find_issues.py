@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .label_issues import DetectOptions, LabelJudgement, issues_frame, judge, knn_oof_probs
+from .label_issues import DetectOptions, LabelJudgement, choose_feature_model, issues_frame, judge, knn_oof_probs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,7 +57,7 @@ def _as_graph(graph: Any, n: int) -> Any:
 
 
 def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph: Any = None,
-                      method: str = "autoL", params: Mapping[str, Any] | None = None, cut: str = "consensus",
+                      method: str | None = None, params: Mapping[str, Any] | None = None, cut: str = "consensus",
                       features: bool = True, min_agreement: float = 0.8, k: int = 10, sigma: float | str = "mean", unlabeled_value: Any = -1,
                       clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
     """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
@@ -66,11 +66,15 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no label.
     ``graph``: None (a ``k``-nearest-neighbour graph with Gaussian weights, width ``sigma``, is built from
     ``X``), a :class:`lgcexp.graph.Graph`, or a symmetric (n x n) affinity matrix (sparse or dense).
-    ``method``: an algorithm that judges labels (``autoL``, default; ``lgc``; ``siis``; see
-    :mod:`lgcexp.algorithms`) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies
-    on ``X``). ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
+    ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see :mod:`lgcexp.algorithms`)
+    with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on ``X``); None (default):
+    ``autoL`` up to :data:`lgcexp.loo.DENSE_MAX_LABELS` labels, ``lgc`` above (its leave-one-out needs no
+    l x l matrix, :mod:`lgcexp.loo`). A dense method that cannot fit in memory is refused before any work. ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
     trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
     ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
+
+    ``df.attrs["estimated_issues"]``: confident learning's estimate of how many labels are wrong
+    (:func:`lgcexp.label_issues.estimate_issues`); ``df.attrs["method"]``: the method used.
 
     Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
     ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
@@ -110,6 +114,13 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         ok = (pos < c) & (classes[np.minimum(pos, c - 1)] == cc.values[labeled][known])
         yk = np.where(ok, pos, -2)
         y_clean[np.flatnonzero(known)] = yk
+    from .loo import DENSE_MAX_LABELS, DENSE_METHODS, dense_refusal
+
+    if method is None:
+        method = "autoL" if labeled.size <= DENSE_MAX_LABELS else "lgc"
+    why = dense_refusal(method, labeled.size, "method") if method in DENSE_METHODS else None
+    if why:
+        raise UserError(why)
     Xl = None if X is None else np.asarray(X[labeled], dtype=np.float64)
     if method in BASELINE_METHODS:
         if Xl is None:
@@ -134,7 +145,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         judgement = algorithm.label_judgement()
         if judgement is None:
             raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
-        judged = judge(judgement, y, opts, X=Xl)
+        judged = judge(judgement, y, opts, X=Xl, feature_model=choose_feature_model(labeled.size, n))
     flipped: np.ndarray | None = None
     if clean_labels is not None:
         known = y_clean != -1
@@ -142,4 +153,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         flipped[known] = (y_clean != y)[known]
         if known.all():
             flipped = flipped.astype(bool)
-    return issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)
+    df = issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)
+    df.attrs["estimated_issues"] = judged.estimated_issues  # confident learning's estimate of the wrong labels
+    df.attrs["method"] = method
+    return df

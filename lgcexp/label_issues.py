@@ -40,8 +40,8 @@ from .params import Boolean, Configurable, Interval, Options
 
 __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
-    "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "combine_views", "confident_thresholds",
-    "confident_joint", "calibrated_counts", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
+    "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "oof_logistic_probs", "combine_views", "confident_thresholds",
+    "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
     "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame",
 ]
 
@@ -218,8 +218,23 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
     return out
 
 
+#: feature models of the feature view (:func:`feature_probs`)
+FEATURE_MODELS = ("lda", "logistic")
+#: principal axes the logistic feature view projects on first (where there are more features)
+LOGISTIC_PCA = 50
+#: the feature view's model where at least this share of the points is labelled (a fully labelled data
+#: set; :func:`choose_feature_model`); below it, the shrinkage LDA of the paper's protocol
+FULL_LABELLED_SHARE = 0.5
+
+
+def choose_feature_model(n_labeled: int, n: int) -> str:
+    """``logistic`` where at least :data:`FULL_LABELLED_SHARE` of the points are labelled, else ``lda``
+    (measured on instance-dependent noise with every point labelled: docs/label_issues.md#realistic)."""
+    return "logistic" if n and n_labeled >= FULL_LABELLED_SHARE * n else "lda"
+
+
 def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarray | None = None, *,
-                  folds: int = 5, seed: int = 0) -> np.ndarray | None:
+                  folds: int = 5, seed: int = 0, model: str = "lda") -> np.ndarray | None:
     """Out-of-fold class probabilities from the features alone (the *feature view*).
 
     A linear discriminant analysis with a Ledoit-Wolf shrunk covariance (:func:`shrinkage_lda`) on the
@@ -227,11 +242,18 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
     the other folds (``folds`` stratified folds, shuffled with ``seed``), using only the labels in ``train``
     (default: all), so a label the graph rejects never teaches the model. Above :data:`MAX_FEATURES`
     features the rows are first projected on their leading principal axes. Returns None where it cannot be
-    fitted (a fold whose training labels hold fewer than two classes)."""
+    fitted (a fold whose training labels hold fewer than two classes). ``model="logistic"``: a multinomial
+    logistic regression instead (:func:`oof_logistic_probs`, on :data:`LOGISTIC_PCA` principal axes), on the
+    same folds and training labels."""
 
     y = np.asarray(y, dtype=np.int64)
     l = y.size
     train = np.ones(l, dtype=bool) if train is None else np.asarray(train, dtype=bool)
+    if model == "logistic":
+        for tr, _ in fold_splits(y, n_classes, folds, seed):
+            if np.unique(y[tr[train[tr]]]).size < 2:
+                return None
+        return oof_logistic_probs(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train)
     Z = _standardize(X)
     if Z.shape[1] > MAX_FEATURES:
         from sklearn.decomposition import PCA
@@ -243,6 +265,41 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
         if np.unique(y[tr]).size < 2:
             return None
         out[te] = shrinkage_lda(Z[tr], y[tr], Z[te], n_classes)
+    return out
+
+
+def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50,
+                       C: float = 1.0, seed: int = 0, train: np.ndarray | None = None) -> np.ndarray:
+    """Out-of-fold class probabilities (l x c) of a multinomial logistic regression (scikit-learn, L2,
+    ``C``) on the standardised features (first projected on ``pca`` principal axes, fitted on all rows
+    given, when there are more features; 0: no projection); ``folds`` folds shuffled with ``seed``
+    (:func:`fold_splits`), each fold's model fitted on the other folds' rows in ``train`` (default: all).
+    A class absent from a fold's training rows gets probability 0 there."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.asarray(y, dtype=np.int64)
+    train = np.ones(y.size, dtype=bool) if train is None else np.asarray(train, dtype=bool)
+    Z = _standardize(X)
+    if pca and Z.shape[1] > int(pca):
+        from sklearn.decomposition import PCA
+
+        k = int(min(pca, Z.shape[0] - 1))
+        Z = PCA(n_components=k, svd_solver="randomized", random_state=int(seed)).fit_transform(Z)
+    out = np.zeros((y.size, int(n_classes)))
+    for tr, te in fold_splits(y, n_classes, folds, int(seed)):
+        tr = tr[train[tr]]
+        present = np.unique(y[tr])
+        if present.size < 2:
+            out[te, present] = 1.0 / max(1, present.size)
+            continue
+        model = LogisticRegression(C=float(C), max_iter=1000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Z[tr], y[tr])
+        out[np.ix_(te, model.classes_)] = model.predict_proba(Z[te])
     return out
 
 
@@ -327,6 +384,18 @@ def confident_joint(probs: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
     ok = guess >= 0
     np.add.at(C, (y[ok], guess[ok]), 1)
     return C, guess
+
+
+def estimate_issues(probs: np.ndarray, y: np.ndarray) -> int:
+    """Confident learning's estimate of the number of wrong labels: the off-diagonal sum of the calibrated
+    confident joint (:func:`calibrated_counts`), from the distribution ``probs`` alone (no clean labels)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    if not y.size:
+        return 0
+    C, _ = confident_joint(probs, y, probs.shape[1])
+    N = calibrated_counts(C, y)
+    return int(N.sum() - np.trace(N))
 
 
 def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -524,6 +593,7 @@ class JudgedLabels:
     source: str
     features: bool
     feature_agreement: float | None = None
+    estimated_issues: int | None = None
 
 
 def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions:
@@ -535,10 +605,11 @@ def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions
 
 
 def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOptions | Mapping[str, Any] | None = None,
-          X: np.ndarray | None = None) -> JudgedLabels | None:
+          X: np.ndarray | None = None, feature_model: str = "lda") -> JudgedLabels | None:
     """Quality, suggestion and decision from a method's judgement under the ``detect`` options (None when
     the method does not judge labels). ``X``: the features of the labelled points (same order as ``y``), for
-    the feature view; None (or ``features=false``) leaves it out. ``cut=method`` falls back to
+    the feature view; None (or ``features=false``) leaves it out; ``feature_model``: its model
+    (:data:`FEATURE_MODELS`; the callers pick it by :func:`choose_feature_model`). ``cut=method`` falls back to
     ``consensus`` for a method that has no verdict of its own (logged)."""
     if judgement is None:
         return None
@@ -549,7 +620,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     probs, used, agreement = evidence, False, None
     if opts.features and X is not None and y.size:
         own_issue = suggested_labels(evidence, y) != y
-        fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds)
+        fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds, model=feature_model)
         if fp is not None and (~own_issue).any():
             agreement = float(np.mean(fp.argmax(axis=1)[~own_issue] == y[~own_issue]))
             if agreement >= opts.min_agreement:
@@ -565,7 +636,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
                       min_per_class=opts.min_per_class, evidence=evidence)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
-                        feature_agreement=agreement)
+                        feature_agreement=agreement, estimated_issues=estimate_issues(probs, y))
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
@@ -577,7 +648,9 @@ def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, 
         return None
     opts = _options(options)
     Xl = None if X is None or not opts.features else np.asarray(X[np.asarray(split.labeled)], dtype=np.float64)
-    return judge(judgement, split.y_observed, opts, X=Xl)
+    n = None if X is None else int(X.shape[0])
+    return judge(judgement, split.y_observed, opts, X=Xl,
+                 feature_model=choose_feature_model(len(split.labeled), n) if n else "lda")
 
 
 def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:
@@ -588,6 +661,7 @@ def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:
     known = np.asarray(split.y_clean) >= 0
     out: dict[str, Any] = {"detect_cut": judged.cut, "detect_features": judged.features,
                            "detect_feature_agreement": judged.feature_agreement, "detect_source": judged.source,
+                           "detect_estimated_issues": judged.estimated_issues,
                            "n_label_issues": int(judged.is_issue.sum())}
     if known.any():
         out.update(detection_metrics(judged.quality[known], judged.is_issue[known], split.flipped[known],

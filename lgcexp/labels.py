@@ -90,16 +90,23 @@ def flip_labels(y_clean: np.ndarray, n_classes: int, rate: float, seed: int) -> 
 
 
 def sample_and_corrupt(y: np.ndarray, n_labels: int, rate: float = 0.0, seed: int = 0, *,
-                       noise: Any = None) -> LabelSplit:
+                       noise: Any = None, X: Any = None) -> LabelSplit:
     """Stage 2 in one call: stratified labelled set, then label noise on it (``noise``: a
-    :class:`lgcexp.noise.NoiseModel`; default exact-count uniform noise at ``rate``)."""
+    :class:`lgcexp.noise.NoiseModel`; default exact-count uniform noise at ``rate``). ``X``: all the
+    points' features; only an instance-dependent model (``noise.needs_features``) reads them, at the
+    labelled rows."""
     if noise is None:
         from .noise.uniform import UniformNoise
 
         noise = UniformNoise(rate)
     labeled = sample_labeled(y, n_labels, seed)
     y_clean = y[labeled].astype(np.int64)
-    y_obs, flipped = noise.corrupt(y_clean, int(y.max()) + 1, seed)
+    Xl = None
+    if getattr(noise, "needs_features", False):
+        if X is None:
+            raise UserError(f"noise={noise.name} needs the features of the points; this data set has none here")
+        Xl = np.asarray(X[labeled], dtype=np.float64)
+    y_obs, flipped = noise.corrupt(y_clean, int(y.max()) + 1, seed, X=Xl)
     return LabelSplit(labeled=labeled, y_clean=y_clean, y_observed=y_obs, flipped=flipped)
 
 

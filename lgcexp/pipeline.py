@@ -42,7 +42,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.diagnosis)
             split = diagnosis.given_split(p, data)
         else:
-            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise)
+            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise, X=data.X)
             log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
     # graph -> eig -> optimize -> judge: the stages the scikit-learn estimators run too (lgcexp.stages)
     fitted = fit_on_graph(p.graph, p.algorithm, data.X, split.labeled, split.y_observed, data.n_classes,

@@ -40,7 +40,9 @@ class LGC(GraphSSLAlgorithm):
     with its own label left out, ``normalize_rows(P~ B)`` with ``P~`` the labelled block of
     ``(I - alpha S)^-1`` without its diagonal: the "graph leave-one-out, no learning" of the detection table.
     It needs ``P_LL`` (one conjugate-gradient solve per label, to a relative residual of 1e-6 in float32, as
-    AutoL's), cached per labelled set like AutoL's."""
+    AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels it
+    needs no P_LL: one solve with c right-hand sides and the diagonal of the propagation operator (probed
+    where most points are labelled, else exact; :func:`lgcexp.loo.lgc_loo_probs`), in O(n) memory."""
 
     name = "lgc"
     unlisted_params = ("stop",)
@@ -72,7 +74,19 @@ class LGC(GraphSSLAlgorithm):
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
         if self.judge and sp.issparse(graph.S):
+            from .. import loo
             from ..label_issues import LabelJudgement, graph_loo_probs
+
+            if len(labeled) > loo.DENSE_MAX_LABELS:
+                # every label judged without P_LL: one solve and the probed diagonal (lgcexp.loo)
+                how = loo.choose_diagonal(len(labeled), graph.n)
+                probs, st = loo.lgc_loo_probs(graph.S, labeled, y_labeled, n_classes, float(self.alpha),
+                                              diagonal=how, distance=loo.LARGE_DISTANCE, progress=progress)
+                self._judgement = LabelJudgement(
+                    probs=probs, source=f"lgc: leave-one-out prediction (no learning; diagonal: {how})")
+                self.info_["loo_seconds"] = round(st["seconds"], 4)
+                self.info_["loo_diagonal"] = {k: v for k, v in st["diagonal"].items() if k != "seconds"}
+                return
 
             P, st = cached_propagation_submatrix(graph, labeled, float(self.alpha), cache=cache, solver=self.solver,
                                                  t=self.t, progress=progress)

@@ -12,6 +12,8 @@ NOISE_MODELS = Registry("noise", {
     "pairwise": "lgcexp.noise.pairwise:PairwiseNoise",
     "matrix": "lgcexp.noise.matrix:MatrixNoise",
     "reference": "lgcexp.noise.reference:ReferenceNoise",
+    "idn": "lgcexp.noise.idn:IDNNoise",
+    "confusion": "lgcexp.noise.confusion:ConfusionNoise",
 })
 
 

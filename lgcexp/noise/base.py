@@ -2,15 +2,18 @@
 
 A noise model is a :class:`~lgcexp.params.Configurable` (``__init__`` only stores; a parameter table) with
 
-* ``corrupt(y_clean, n_classes, seed) -> (y_observed, flipped)``: a pure function of the clean labels and
-  the seed, so the same config and seed give the same flips; after a call, ``counts_`` holds the realised
-  c x c count matrix ``counts_[true, observed]`` (its diagonal: the labels kept per class);
+* ``corrupt(y_clean, n_classes, seed, X=None) -> (y_observed, flipped)``: a pure function of the clean
+  labels, the seed and (for a model with ``needs_features = True``: instance-dependent noise) the features
+  ``X`` of the labelled points, one row per label, so the same config and seed give the same flips; after
+  a call, ``counts_`` holds the realised c x c count matrix ``counts_[true, observed]`` (its diagonal: the
+  labels kept per class);
 * ``transition_matrix(n_classes)``: the expected c x c transition matrix ``T[i, j] = P(observed j | true i)``
   (the "noise as a matrix" view of cleanlab), row-stochastic.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -43,22 +46,53 @@ def uniform_transition(n_classes: int, rate: float) -> np.ndarray:
     return T
 
 
+def weighted_sample(weights: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """``m`` distinct indices drawn without replacement with probability proportional to ``weights``
+    (successive draws, each among the indices not yet drawn), by Efraimidis & Spirakis' keys
+    (Inf. Process. Lett. 97, 2006): the ``m`` largest ``log(u_i) / w_i``, ``u_i`` uniform on (0, 1).
+    Zero weights are drawn last (after every positive one), uniformly among themselves. Sorted ascending."""
+    w = np.asarray(weights, dtype=np.float64)
+    m = int(m)
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    u = rng.random(w.size)
+    u = np.where(u > 0, u, np.nextafter(0.0, 1.0))
+    pos = w > 0
+    keys = np.where(pos, np.log(u) / np.where(pos, w, 1.0), -np.inf)
+    tie = rng.random(w.size)  # order among zero weights
+    order = np.lexsort((-tie, -keys))
+    return np.sort(order[:m]).astype(np.int64)
+
+
 class NoiseModel(Configurable):
     """Base class: subclasses declare ``_parameter_constraints`` and implement ``_corrupt`` and
     ``transition_matrix``."""
 
     name: ClassVar[str] = "base"
     config_prefix: ClassVar[str] = "noise."
+    #: instance-dependent models read the labelled points' features (``corrupt(..., X=...)``); the others
+    #: never see them, so the pipeline only slices ``X`` for a model that asks
+    needs_features: ClassVar[bool] = False
 
-    def corrupt(self, y_clean: np.ndarray, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """(observed labels, flipped mask) for the labelled points' clean labels ``y_clean``."""
+    def corrupt(self, y_clean: np.ndarray, n_classes: int, seed: int,
+                X: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(observed labels, flipped mask) for the labelled points' clean labels ``y_clean``; ``X``: their
+        features (one row per label), read only by a model with ``needs_features``."""
         self._validate_params()
         y_clean = np.asarray(y_clean, dtype=np.int64)
         n_classes = int(n_classes)
         if y_clean.size and (y_clean.min() < 0 or y_clean.max() >= n_classes):
             raise ValueError(f"labels must lie in 0..{n_classes - 1}")
         self.check_data(int(y_clean.size), n_classes)
-        y_obs, flipped = self._corrupt(y_clean, n_classes, int(seed))
+        if self.needs_features:
+            if X is None:
+                raise UserError(f"noise={self.name} needs the features of the labelled points (X), and none were given")
+            X = np.asarray(X, dtype=np.float64)
+            if X.ndim != 2 or X.shape[0] != y_clean.size:
+                raise ValueError(f"X must hold one row per label: shape {X.shape} for {y_clean.size} labels")
+            y_obs, flipped = self._corrupt(y_clean, n_classes, int(seed), X=X)
+        else:
+            y_obs, flipped = self._corrupt(y_clean, n_classes, int(seed))
         y_obs = np.asarray(y_obs, dtype=np.int64)
         flipped = np.asarray(flipped, dtype=bool)
         if not np.array_equal(flipped, y_obs != y_clean):

@@ -1,0 +1,269 @@
+"""LGC's leave-one-out evidence for every labelled point without the dense l x l ``P_LL``.
+
+With ``P = (I - alpha S)^-1`` and ``Y`` the one-hot labels at the labelled rows (0 elsewhere), LGC's scores
+are ``F = P Y`` (one solve with c right-hand sides). Leaving label i out removes exactly its own column's
+contribution, so the leave-one-out scores of labelled point i are
+
+    LOO_i = F_i - P_ii Y_i,
+
+i.e. the row of ``P_LL`` without its diagonal times ``Y_L`` (what :func:`lgcexp.label_issues.graph_loo_probs`
+computes from the dense block), from F and the *diagonal* of P at the labelled points only. The diagonal is
+
+- ``exact``: blocks of unit-vector solves, ``P_ii = e_i^T (I - alpha S)^-1 e_i`` (l solves, in blocks of
+  right-hand sides; memory n x block); or
+- ``probe``: *probing* (Tang & Saad, "A probing method for computing the diagonal of a matrix inverse",
+  Numer. Linear Algebra Appl. 19, 2012): the labelled points are coloured so that two of one colour are
+  more than ``distance`` edges apart (greedy distance-r colouring), one solve per colour with the colour's
+  indicator vector as right-hand side, and ``P_ii`` read at i from its colour's solution. The estimate
+  adds ``sum_j P_ij`` over the other points j of i's colour, all more than ``distance`` hops away, where
+  ``P_ij <= sum_{t > distance} alpha^t (S^t)_ij`` is small; it is never below the exact value (P >= 0).
+  The error is measured on a seeded sample of points by exact unit solves and recorded (``probe_check``,
+  with the largest change it makes to a leave-one-out distribution there). It is small against the
+  leave-one-out mass only where most points are labelled (that mass is about ``1 / (1 - alpha)`` times the
+  labelled share of the neighbourhood): :func:`choose_diagonal` probes only then.
+
+Everything runs in ``dtype`` (float32 by default, conjugate gradient to a relative residual ``tol`` = 1e-6
+per column, as AutoL's P_LL) and in blocks of right-hand sides: memory O(n (c + block)) beside the graph.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+#: diagonal estimators of :func:`propagation_diagonal`
+DIAGONALS = ("exact", "probe")
+#: above this many labels LGC's judgement (and find_label_issues' default method) leaves the dense ``P_LL``
+#: path for this module; below it every number is the dense path's (the paper's protocol: 1,040 labels)
+DENSE_MAX_LABELS = 10_000
+#: the probing distance above DENSE_MAX_LABELS: on fully labelled MNIST (70,000 points, 10-NN) distance 3
+#: needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042 against P_ii ~ 1.1 and leave-one-out
+#: row sums ~ 10), distance 4 by 0.2 % in three times the time (docs/label_issues.md#scale)
+LARGE_DISTANCE = 3
+
+
+#: methods whose judgement needs the dense l x l P_LL at any size
+DENSE_METHODS = ("autoL", "auto")
+
+
+def dense_pll_bytes(l: int) -> int:
+    """Peak bytes of the dense label judgement at l labels: P_LL, its leave-one-out copy and AutoL's padded
+    layout, three l x l float64 arrays (a lower bound)."""
+    return 3 * 8 * int(l) * int(l)
+
+
+def physical_memory() -> int | None:
+    """Physical memory of this machine in bytes (None where unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def dense_refusal(method: str, l: int, key: str) -> str | None:
+    """The one-line reason a dense l x l judgement by ``method`` cannot run here (None when it fits)."""
+    need = dense_pll_bytes(l)
+    have = physical_memory()
+    if have is None or need <= 0.8 * have:
+        return None
+    gib = 1 << 30
+    return (f"{key}={method} is not allowed with {l} labels on this machine: its leave-one-out needs a dense "
+            f"{l} x {l} P_LL and copies (at least {need / gib:.1f} GiB; this machine has {have / gib:.1f} GiB); "
+            f"use {key}=lgc, whose leave-one-out needs O(n) memory (one solve and the diagonal of the "
+            "propagation operator)")
+
+
+#: probing is used only where at least this share of the points is labelled (:func:`choose_diagonal`)
+PROBE_MIN_LABELLED = 0.5
+
+
+def choose_diagonal(n_labeled: int, n: int) -> str:
+    """``probe`` where most points are labelled (a fully labelled data set), else ``exact``."""
+    return "probe" if n_labeled >= PROBE_MIN_LABELLED * n else "exact"
+
+
+def _prepare(S: sp.spmatrix, labeled: np.ndarray, dtype: str) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """S in ``dtype`` in reverse Cuthill-McKee order, the labelled rows there, and the permutation."""
+    from .linalg import rcm_reordered
+
+    n = S.shape[0]
+    Sd, perm = rcm_reordered(S, np.dtype(dtype))
+    pos = np.empty(n, dtype=np.int64)
+    pos[perm] = np.arange(n)
+    return Sd, pos[np.asarray(labeled, dtype=np.int64)], pos
+
+
+def _block_size(n: int, dtype: str, block: int | None) -> int:
+    if block is not None:
+        return max(1, int(block))
+    return int(np.clip((1 << 24) // max(1, n * np.dtype(dtype).itemsize), 16, 256))
+
+
+def _solve(Sd: sp.csr_matrix, B: np.ndarray, alpha: float, tol: float, maxiter: int) -> tuple[np.ndarray, int, float]:
+    from .linalg import block_cg, shifted_operator
+
+    return block_cg(shifted_operator(Sd, alpha), B, tol=tol, maxiter=maxiter)
+
+
+def _unit_diagonal(Sd, rows: np.ndarray, alpha: float, tol: float, maxiter: int, dtype: str, block: int,
+                   bar: Any = None) -> tuple[np.ndarray, int]:
+    """``[(I - alpha S)^-1]_ii`` at ``rows`` by unit-vector solves, ``block`` at a time."""
+    n = Sd.shape[0]
+    d = np.zeros(rows.size)
+    iters = 0
+    for s0 in range(0, rows.size, block):
+        r = rows[s0:s0 + block]
+        E = np.zeros((n, r.size), dtype=dtype)
+        E[r, np.arange(r.size)] = 1.0
+        X, it, _ = _solve(Sd, E, alpha, tol, maxiter)
+        d[s0:s0 + r.size] = X[r, np.arange(r.size)]
+        iters = max(iters, it)
+        if bar is not None:
+            bar.update(r.size)
+    return d, iters
+
+
+def distance_colouring(S: sp.spmatrix, distance: int = 2, among: np.ndarray | None = None,
+                       chunk: int = 4096) -> np.ndarray:
+    """Greedy colouring (in index order) of the points ``among`` (a boolean mask; default all) such that two
+    of them with one colour are more than ``distance`` edges apart in the graph of ``S``: the colour of i is
+    the smallest not used by an earlier such point within ``distance`` hops. Other points get -1. The
+    ``distance``-hop neighbourhoods are formed ``chunk`` rows at a time."""
+    n = S.shape[0]
+    among = np.ones(n, dtype=bool) if among is None else np.asarray(among, dtype=bool)
+    A = sp.csr_matrix(S, dtype=np.float32, copy=True)
+    A.data[:] = 1.0
+    A = (A + sp.identity(n, dtype=np.float32, format="csr")).tocsr()
+    colour = np.full(n, -1, dtype=np.int64)
+    mark = np.full(n + 1, -1, dtype=np.int64)
+    for s0 in range(0, n, chunk):
+        R = A[s0:s0 + chunk]
+        for _ in range(int(distance) - 1):
+            R = R @ A
+        R = R.tocsr()
+        for k in range(R.shape[0]):
+            i = s0 + k
+            if not among[i]:
+                continue
+            near = colour[R.indices[R.indptr[k]:R.indptr[k + 1]]]
+            near = near[near >= 0]
+            mark[near] = i
+            top = int(near.max()) + 2 if near.size else 1
+            colour[i] = int(np.flatnonzero(mark[:top] != i)[0])
+    return colour
+
+
+def propagation_diagonal(S: sp.spmatrix, labeled: np.ndarray, alpha: float, *, method: str = "exact",
+                         distance: int = 2, tol: float = 1e-6, maxiter: int = 10_000, dtype: str = "float32",
+                         block: int | None = None, check: int = 256, seed: int = 0, progress: bool = False,
+                         _prepared: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """``[(I - alpha S)^-1]_ii`` at the labelled points (l,), exact or by probing (module docstring).
+    Returns (diagonal, stats: ``seconds``, ``iterations``, ``method``, and for ``probe`` ``colours`` and
+    ``probe_check``: the mean and max absolute and relative error on ``check`` seeded points, computed
+    exactly)."""
+    if method not in DIAGONALS:
+        raise ValueError(f"method={method!r}: choose one of {', '.join(DIAGONALS)}")
+    t0 = time.perf_counter()
+    labeled = np.asarray(labeled, dtype=np.int64)
+    Sd, rows, _ = _prepared if _prepared is not None else _prepare(S, labeled, dtype)
+    n = Sd.shape[0]
+    block = _block_size(n, dtype, block)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=labeled.size, desc=f"diagonal ({method})", unit="pt", leave=False)
+    stats: dict[str, Any] = {"method": method}
+    try:
+        if method == "exact":
+            d, iters = _unit_diagonal(Sd, rows, alpha, tol, maxiter, dtype, block, bar)
+        else:
+            need = np.zeros(n, dtype=bool)
+            need[rows] = True
+            colour = distance_colouring(Sd, distance, among=need)
+            ncol = int(colour.max()) + 1
+            stats["colours"] = ncol
+            stats["distance"] = int(distance)
+            full = np.zeros(n)
+            iters = 0
+            if bar is not None:
+                bar.total = ncol
+                bar.refresh()
+            for c0 in range(0, ncol, block):
+                cs = np.arange(c0, min(ncol, c0 + block))
+                members = np.flatnonzero((colour >= c0) & (colour < c0 + cs.size))
+                B = np.zeros((n, cs.size), dtype=dtype)
+                B[members, colour[members] - c0] = 1.0
+                X, it, _ = _solve(Sd, B, alpha, tol, maxiter)
+                iters = max(iters, it)
+                full[members] = X[members, colour[members] - c0]
+                if bar is not None:
+                    bar.update(cs.size)
+            d = full[rows]
+            if check:
+                pick = np.sort(np.random.default_rng(seed).choice(rows.size, size=min(int(check), rows.size),
+                                                                  replace=False))
+                exact, _ = _unit_diagonal(Sd, rows[pick], alpha, tol, maxiter, dtype, block)
+                err = np.abs(d[pick] - exact)
+                stats["probe_check"] = {"points": int(pick.size), "mean_abs": float(err.mean()),
+                                        "max_abs": float(err.max()),
+                                        "mean_rel": float(np.mean(err / np.abs(exact)))}
+                stats["_check"] = (pick, exact)
+    finally:
+        if bar is not None:
+            bar.close()
+    stats["iterations"] = int(iters)
+    stats["seconds"] = time.perf_counter() - t0
+    return d, stats
+
+
+def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes: int, alpha: float, *,
+                   diagonal: str = "exact", distance: int = 2, tol: float = 1e-6, maxiter: int = 10_000,
+                   dtype: str = "float32", block: int | None = None, progress: bool = False
+                   ) -> tuple[np.ndarray, dict[str, Any]]:
+    """LGC's leave-one-out scores ``F_i - P_ii Y_i`` (l x c, clipped at 0; any positive scale) of every
+    labelled point, from one solve with c right-hand sides and the diagonal of ``(I - alpha S)^-1``
+    (``diagonal``: ``exact`` or ``probe``). Equal to ``(P_LL - diag(P_LL)) Y_L`` up to the solver's
+    tolerance and the factor 1 - alpha. Returns (scores, stats)."""
+    t0 = time.perf_counter()
+    labeled = np.asarray(labeled, dtype=np.int64)
+    y = np.asarray(y, dtype=np.int64)
+    prepared = _prepare(S, labeled, dtype)
+    Sd, rows, _ = prepared
+    n = Sd.shape[0]
+    Y = np.zeros((n, int(n_classes)), dtype=dtype)
+    Y[rows, y] = 1.0
+    F, it, _ = _solve(Sd, Y, alpha, tol, maxiter)
+    F = F[rows].astype(np.float64)
+    d, st = propagation_diagonal(S, labeled, alpha, method=diagonal, distance=distance, tol=tol, maxiter=maxiter,
+                                 dtype=dtype, block=block, progress=progress, _prepared=prepared)
+    check = st.pop("_check", None)
+    if check is not None:  # the probe's effect on the leave-one-out distributions of the checked points
+        from .label_issues import normalize_rows
+
+        pick, exact = check
+        Fp = F[pick]
+        a_ = Fp.copy()
+        a_[np.arange(pick.size), y[pick]] -= d[pick]
+        b_ = Fp
+        b_[np.arange(pick.size), y[pick]] -= exact
+        diff = np.abs(normalize_rows(np.maximum(a_, 0)) - normalize_rows(np.maximum(b_, 0))).max(axis=1)
+        st["probe_check"]["max_prob_diff"] = float(diff.max())
+        st["probe_check"]["mean_prob_diff"] = float(diff.mean())
+    F[np.arange(y.size), y] -= d
+    np.maximum(F, 0.0, out=F)
+    stats = {"solve_iterations": int(it), "diagonal": st, "seconds": time.perf_counter() - t0}
+    return F, stats
+
+
+def lgc_loo_probs(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes: int, alpha: float,
+                  **kw: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """:func:`lgc_loo_scores` with rows normalised to sum to 1 (a row of zeros where nothing reaches the
+    point): the scalable form of :func:`lgcexp.label_issues.graph_loo_probs`."""
+    from .label_issues import normalize_rows
+
+    V, stats = lgc_loo_scores(S, labeled, y, n_classes, alpha, **kw)
+    return normalize_rows(V), stats

@@ -1,0 +1,156 @@
+"""Leave-one-out without P_LL (lgcexp.loo): the exact path against the dense P_LL, the diagonal against a
+dense inverse, the colouring against brute-force graph distances, probing's error bound, the switch in
+LGC's judgement, and the memory refusal."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from lgcexp import loo
+from lgcexp.algorithms.autol import propagation_submatrix
+from lgcexp.errors import UserError
+from lgcexp.label_issues import graph_loo_probs
+
+
+@pytest.fixture(scope="module")
+def small():
+    from sklearn.datasets import load_digits
+
+    from lgcexp.graph import build_graph
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400], y[:400]
+    g, _ = build_graph(X, k=8, sigma="mean")
+    rng = np.random.default_rng(0)
+    lab = np.sort(rng.choice(400, 300, replace=False))
+    yl = y[lab].copy()
+    flip = rng.choice(300, 30, replace=False)
+    yl[flip] = (yl[flip] + 1) % 10
+    return g, lab, yl
+
+
+def test_diagonal_exact_is_the_dense_inverse(small):
+    g, lab, _ = small
+    Pinv = np.linalg.inv(np.eye(g.n) - 0.9 * g.S.toarray())
+    d, _ = loo.propagation_diagonal(g.S, lab, 0.9, method="exact", dtype="float64", tol=1e-12)
+    assert np.allclose(d, np.diag(Pinv)[lab], atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype,atol", [("float64", 1e-9), ("float32", 2e-5)])
+def test_exact_loo_equals_dense_pll_without_diagonal(small, dtype, atol):
+    g, lab, yl = small
+    P, _ = propagation_submatrix(g.S, lab, 0.9, dtype="float64", tol=1e-12)
+    ref = graph_loo_probs(P, yl, 10)
+    got, _ = loo.lgc_loo_probs(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype=dtype, tol=1e-12 if dtype == "float64" else 1e-6)
+    assert np.allclose(got, ref, atol=atol)
+    # and the unnormalised scores are (P_LL - diag) Y_L up to the factor 1 - alpha
+    V, _ = loo.lgc_loo_scores(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype="float64", tol=1e-12)
+    Pt = P - np.diag(np.diag(P))
+    assert np.allclose(0.1 * V, Pt @ np.eye(10)[yl], atol=1e-9)
+
+
+@pytest.mark.parametrize("distance", [1, 2, 3])
+def test_colouring_separates_by_more_than_distance(small, distance):
+    g, lab, _ = small
+    D = shortest_path(sp.csr_matrix(g.S), unweighted=True)
+    among = np.zeros(g.n, dtype=bool)
+    among[lab] = True
+    for mask in (None, among):
+        col = loo.distance_colouring(g.S, distance, among=mask)
+        same = (col[:, None] == col[None, :]) & (col[:, None] >= 0)
+        np.fill_diagonal(same, False)
+        assert np.all(D[same] > distance)
+        if mask is not None:
+            assert np.all(col[~mask] == -1) and np.all(col[mask] >= 0)
+
+
+def test_probe_bounds_and_converges(small):
+    g, lab, _ = small
+    exact, _ = loo.propagation_diagonal(g.S, lab, 0.9, method="exact", dtype="float64", tol=1e-12)
+    errs = []
+    for r in (1, 2, 3, 4):
+        d, st = loo.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=r, dtype="float64", tol=1e-12,
+                                         check=50)
+        assert np.all(d >= exact - 1e-9)  # P >= 0: probing only adds
+        errs.append(np.abs(d - exact).mean())
+        assert st["probe_check"]["points"] == 50
+    assert errs[0] > errs[1] > errs[2] > errs[3] and errs[3] < 0.01 * exact.mean()
+    # with a distance beyond the diameter the points of one colour lie in different components (P_ij = 0
+    # between them): probing is exact
+    d, st = loo.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=60, dtype="float64", tol=1e-12, check=0)
+    assert st["colours"] > 200 and np.allclose(d, exact, atol=1e-9)
+
+
+def test_lgc_judgement_switches_above_the_dense_limit(small, monkeypatch):
+    from lgcexp.algorithms import make_algorithm
+
+    g, lab, yl = small
+    dense = make_algorithm("lgc", {}).fit(g, lab, yl, 10).label_judgement().probs
+    monkeypatch.setattr(loo, "DENSE_MAX_LABELS", 100)
+    alg = make_algorithm("lgc", {}).fit(g, lab, yl, 10)
+    probe = alg.label_judgement().probs
+    assert "loo_diagonal" in alg.info_ and alg.info_["loo_diagonal"]["method"] == "probe"  # 300 of 400 labelled
+    assert alg.info_["loo_diagonal"]["probe_check"]["max_prob_diff"] < 0.02
+    assert loo.choose_diagonal(300, 400) == "probe" and loo.choose_diagonal(100, 400) == "exact"
+    assert np.abs(probe - dense).max() < 0.02 and np.mean(probe.argmax(1) == dense.argmax(1)) > 0.99
+
+
+def test_dense_methods_refused_when_they_cannot_fit(monkeypatch):
+    from lgcexp.find_issues import find_label_issues
+
+    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 20)  # a 1 MiB machine
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    y = np.arange(500) % 3
+    with pytest.raises(UserError) as e:
+        find_label_issues(X, y, method="autoL")
+    msg = str(e.value)
+    assert msg.startswith("method=autoL is not allowed with 500 labels") and "use method=lgc" in msg and "\n" not in msg
+    assert loo.dense_refusal("autoL", 500, "algo").startswith("algo=autoL is not allowed with 500 labels")
+    # the default method for many labels is lgc, which never needs the dense matrix
+    monkeypatch.setattr(loo, "DENSE_MAX_LABELS", 50)
+    df = find_label_issues(X, y)
+    assert len(df) == 500
+
+
+def test_feature_model_by_labelled_share_and_logistic_view():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from lgcexp.label_issues import choose_feature_model, feature_probs
+
+    assert choose_feature_model(1040, 7797) == "lda"  # the paper's protocol keeps the LDA
+    assert choose_feature_model(7797, 7797) == "logistic" and choose_feature_model(500, 1000) == "logistic"
+    rng = np.random.default_rng(1)
+    y = np.arange(150) % 3
+    X = rng.normal(size=(150, 4)) + 2.0 * np.eye(3, 4)[y]
+    keep = rng.random(150) > 0.2
+    got = feature_probs(X, y, 3, keep, folds=5, seed=4, model="logistic")
+    # the same by hand: standardised features, each fold's model on the other folds' kept labels only
+    Z = (X - X.mean(0)) / X.std(0)
+    want = np.zeros((150, 3))
+    for tr, te in StratifiedKFold(5, shuffle=True, random_state=4).split(Z, y):
+        tr = tr[keep[tr]]
+        want[te] = LogisticRegression(max_iter=1000).fit(Z[tr], y[tr]).predict_proba(Z[te])
+    assert np.allclose(got, want, atol=1e-5)
+
+
+def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
+    import pandas as pd
+    from helpers import make_cfg
+
+    from lgcexp.graph import KnnGraph
+    from lgcexp.pipeline import run
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "label": np.arange(400) % 2}).to_csv(tmp_path / "d.csv",
+                                                                                                index=False)
+    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 20)
+
+    def no_graph(*a, **k):
+        raise AssertionError("the graph stage was reached")
+
+    monkeypatch.setattr(KnnGraph, "build", no_graph)
+    with pytest.raises(UserError) as e:
+        run(make_cfg("dataset=csv", f"dataset.path={tmp_path}/d.csv", "algo=autoL", tmp=tmp_path))
+    assert str(e.value).startswith("algo=autoL is not allowed with 400 labels on this machine") and "\n" not in str(e.value)
