@@ -1,5 +1,5 @@
 """The stage sequence of one run:
-load -> label sampling/noise -> affinity -> eigendecomposition -> optimize -> evaluate (-> record).
+load -> label sampling/noise -> features -> affinity -> eigendecomposition -> optimize -> evaluate (-> record).
 
 ``run(cfg)`` takes a resolved config (a dict or DictConfig shaped like ``conf/config.yaml``) and returns
 the result record; nothing here depends on Hydra, so the pipeline can be driven from Python too.
@@ -27,7 +27,7 @@ from .rundir import config_hash, effective_config
 
 log = logging.getLogger("lgcexp")
 
-STAGES = ("load", "labels", "graph", "eig", "optimize", "evaluate")
+STAGES = ("load", "labels", "features", "graph", "eig", "optimize", "evaluate")
 
 
 class StageTimer:
@@ -58,8 +58,11 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         else:
             split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise)
             log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
-    with timer.stage("graph"):
-        graph, graph_hit = p.graph.build(data.X, cache=cache, data_fingerprint=data.fingerprint())
+    with timer.stage("features"):
+        feats = features(p, data, split, cache)
+    X = feats.X
+    with timer.stage("graph"):  # keyed by the features' key (raw: the data's fingerprint, as before)
+        graph, graph_hit = p.graph.build(X, cache=cache, data_fingerprint=feats.key or data.fingerprint())
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")
     with timer.stage("eig"):
         eig, eig_hit = eigenpairs(p, graph, cache)
@@ -69,9 +72,12 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     with timer.stage("evaluate"):
         metrics = evaluate_run(p.algorithm, graph, data.y, split)
         # label issues of a method that judges labels (lgcexp.label_issues; None for the others)
-        issues = label_issues.judge_run(p.algorithm, split, p.detect, data.X)
+        issues = label_issues.judge_run(p.algorithm, split, p.detect, X)
         metrics.update(label_issues.run_metrics(issues, split))
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
+    if feats.key is not None:  # a raw run's record stays as it was
+        result["features"] = {"name": p.features.name, "key": feats.key, "dim": int(X.shape[1]),
+                              "cache_hit": feats.cache_hit, **p.features.get_params(), **feats.info}
     if data.has_given_labels:
         result.update(diagnosis.record_fields(p, data, split))
     if out_dir is not None:
@@ -83,9 +89,23 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
 def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
     """Stage 1, plus every check that needs the data size (still before any heavy work)."""
     data = p.source.load(data_dir=paths.get("data_dir"), download=bool(paths.get("download", True)))
-    check_against_data(p, data.n, data.n_classes, given_labels=data.has_given_labels)
+    check_against_data(p, data.n, data.n_classes, given_labels=data.has_given_labels, n_features=data.X.shape[1],
+                       n_given=None if data.labeled is None else int(data.labeled.size))
     log.info("loaded %s: n=%d, d=%d, %d classes", data.name, data.n, data.X.shape[1], data.n_classes)
     return data
+
+
+def features(p: RunPlan, data: Dataset, split: LabelSplit, cache: Cache) -> Any:
+    """Stage 3 (lgcexp.features): the representation the graph is built on (raw: the data's X as is)."""
+    from .features import FeatureResult
+
+    fmap = p.features
+    if fmap is None or fmap.name == "raw":
+        return FeatureResult(X=data.X, key=None)
+    res = fmap.transform(data.X, data_fingerprint=data.fingerprint(), labeled=split.labeled,
+                         y=split.y_observed, n_classes=data.n_classes, cache=cache, progress=p.progress)
+    log.info("features=%s: %d dimensions (%s)", fmap.name, res.X.shape[1], "cached" if res.cache_hit else "computed")
+    return res
 
 
 def eigenpairs(p: RunPlan, graph: Graph, cache: Cache) -> tuple[Any, bool | None]:
