@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import make_cfg
 
 from lgcexp.cache import Cache
 from lgcexp.config import plan
@@ -16,8 +17,6 @@ from lgcexp.features import FEATURES, is_default, make_features
 from lgcexp.features.oof import fold_of
 from lgcexp.params import constructor_defaults
 from lgcexp.rundir import config_hash
-
-from helpers import make_cfg
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "features"
 
@@ -43,7 +42,7 @@ def test_pca_matches_numpy_svd(digits):
     X, _ = digits
     Z = make_features("pca", n_components=7).transform(X, data_fingerprint="d").X
     Xc = X - X.mean(axis=0)
-    U, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+    _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
     ref = Xc @ Vt[:7].T
     signs = np.sign(np.sum(Z * ref, axis=0))  # a component's sign is a convention
     np.testing.assert_allclose(Z, ref * signs, atol=1e-8 * np.abs(ref).max())
