@@ -77,7 +77,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
     if feats.key is not None:  # a raw run's record stays as it was
         result["features"] = {"name": p.features.name, "key": feats.key, "dim": int(X.shape[1]),
-                              "cache_hit": feats.cache_hit, **p.features.get_params(), **feats.info}
+                              "cache_hit": feats.cache_hit, "params": p.features.get_params(), **feats.info}
     if data.has_given_labels:
         result.update(diagnosis.record_fields(p, data, split))
     if out_dir is not None:

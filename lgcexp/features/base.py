@@ -3,6 +3,7 @@ representation the graph is built on, cached on disk by a content key."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -68,15 +69,14 @@ class FeatureMap(Configurable):
                 raise ValueError(f"features={self.name} needs the given labels")
             self.check_labels(int(np.asarray(labeled).size))
         key = self.key(data_fingerprint, labeled, y)
-        info: dict[str, Any] = {}
 
         def compute() -> dict[str, np.ndarray]:
             Z, facts = self._compute(X, labeled=labeled, y=y, n_classes=n_classes, progress=progress)
-            info.update(facts)
             Z = np.ascontiguousarray(Z)
             if Z.ndim != 2 or Z.shape[0] != n or not np.isfinite(Z).all():
                 raise RuntimeError(f"features={self.name} produced no finite (n, d) array (shape {Z.shape})")
-            return {"X": Z}
+            # the training facts travel with the entry, so a cache hit records what the training did
+            return {"X": Z, "info": np.array(json.dumps(facts, sort_keys=True, default=float))}
 
         def validate(a: dict[str, np.ndarray]) -> str | None:
             Z = a.get("X")
@@ -86,6 +86,7 @@ class FeatureMap(Configurable):
 
         cache = cache if cache is not None else Cache(None)
         arrays, hit = cache.get_or_compute("features", key, compute, validate)
+        info = json.loads(str(arrays["info"])) if "info" in arrays else {}
         return FeatureResult(X=arrays["X"], key=key, cache_hit=hit, info=info)
 
     def _compute(self, X: np.ndarray, *, labeled: np.ndarray | None, y: np.ndarray | None,
