@@ -11,6 +11,7 @@ are paired by seed, in the same run.
 
     nice python scripts/bench_features.py [--datasets digits,isolet,mnist] [--seeds 3] [--rate 0.2]
         # writes results/bench/features.json and results/bench/features.md
+    nice python scripts/bench_features.py --datasets mnist --features raw,vae --learned features.epochs=50
 """
 from __future__ import annotations
 
@@ -99,6 +100,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=0.2)
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "features"))
     ap.add_argument("extra", nargs="*", help="more overrides for every run")
+    ap.add_argument("--learned", default="", help="comma-separated overrides for the runs other than raw "
+                    "(e.g. features.epochs=50)")
     a = ap.parse_args()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -107,11 +110,13 @@ def main() -> None:
     for ds in a.datasets.split(","):
         for seed in range(a.seeds):
             for feat in a.features.split(","):
-                rows.append(one_run(ds, feat, seed, a.rate, a.extra))
+                more = [o for o in a.learned.split(",") if o] if feat != "raw" else []
+                rows.append(one_run(ds, feat, seed, a.rate, [*a.extra, *more]))
                 r = rows[-1]
                 print(f"{ds} {feat} seed={seed}: acc {r['acc_unlabeled']:.4f} F1 {r['detect_f1']} AUC {r['detect_auc']} "
                       f"features {r['features_s']:.1f}s graph {r['graph_s']:.1f}s", flush=True)
-                meta = {"rate": a.rate, "seeds": a.seeds, "extra": a.extra, "load_avg": os.getloadavg(),
+                meta = {"rate": a.rate, "seeds": a.seeds, "extra": a.extra, "learned": a.learned,
+                        "load_avg": os.getloadavg(),
                         "wall_s": time.perf_counter() - t0}
                 summary = summarise(rows)
                 (out.with_suffix(".json")).write_text(json.dumps({"meta": meta, "summary": summary, "runs": rows}, indent=1))
