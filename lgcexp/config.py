@@ -46,7 +46,7 @@ PATHS_PARAMETERS = {
 #: sections (config groups and plain sections) every config has
 SECTIONS = ("dataset", "noise", "graph", "algo", "labels", "eig", "paths")
 #: optional sections (a config without one gets the defaults)
-OPTIONAL_SECTIONS = ("detect",)
+OPTIONAL_SECTIONS = ("detect", "features")
 TOP_KEYS = (*TOP_PARAMETERS, *SECTIONS, *OPTIONAL_SECTIONS, "suggested", "hydra")
 
 
@@ -64,8 +64,13 @@ def to_container(cfg: Any) -> dict[str, Any]:
 
 
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
-    """The part of a resolved config that determines a run's numbers."""
-    return {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"}
+    """The part of a resolved config that determines a run's numbers. The default ``features`` section
+    (``{name: raw}``) is left out, so runs on raw features keep the config hash they had before the
+    features stage existed."""
+    from .features import is_default
+
+    return {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"
+            and not (k == "features" and is_default(v))}
 
 
 @dataclass
@@ -82,6 +87,7 @@ class RunPlan:
     n_labels: int | None  # None: the data's own labelled set is used (a diagnosis run)
     loss: str | None     # the loss the run used (methods that take one), else None
     detect: Any = None   # lgcexp.label_issues.DetectOptions (label issues of methods that judge labels)
+    features: Any = None  # lgcexp.features.FeatureMap (the representation the graph is built on; raw by default)
 
     @property
     def n_eigenpairs(self) -> int:
@@ -147,9 +153,10 @@ def plan(cfg: Any) -> RunPlan:
     used_loss = params.get("loss") if cls.losses else None
     eig = {k: v for k, v in c["eig"].items() if k != "p"}
     detect = _detect_options(c.get("detect"))
+    features = _features(c.get("features"))
     return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
                    seed=int(c["seed"]), n_labels=None if c["labels"]["n"] is None else int(c["labels"]["n"]),
-                   loss=used_loss, detect=detect)
+                   loss=used_loss, detect=detect, features=features)
 
 
 def _detect_options(section: Any) -> Any:
@@ -164,9 +171,22 @@ def _detect_options(section: Any) -> Any:
     return DetectOptions(**section)
 
 
-def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = False) -> None:
+def _features(section: Any) -> Any:
+    """The ``features`` section (lgcexp.features) checked against its map's table; absent: raw."""
+    from .features import DEFAULT, FEATURES
+
+    if section is None:
+        section = dict(DEFAULT)
+    if not isinstance(section, dict):
+        raise UserError(f"features={fmt_value(section)} is not allowed: it must be a mapping of parameters")
+    return _build(FEATURES, section, "features")
+
+
+def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = False,
+                       n_features: int | None = None, n_given: int | None = None) -> None:
     """Checks that need the data size, run right after loading (before the graph is built).
-    ``given_labels``: the data carries its own labelled set (a diagnosis run), so ``labels.n`` is not used."""
+    ``given_labels``: the data carries its own labelled set (a diagnosis run, ``n_given`` labels), so
+    ``labels.n`` is not used; ``n_features``: the data's dimension (``features.*`` checks)."""
     from .spectral import check_eig_params
 
     if not given_labels:
@@ -177,6 +197,11 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
         why = dense_refusal(p.algorithm.name, p.n_labels, "algo") if p.algorithm.name in DENSE_METHODS else None
         if why:
             raise UserError(why)
+    if p.features is not None:
+        p.features.check_data(n, n_classes, n_features=n_features)
+        n_lab = n_given if given_labels else p.n_labels
+        if p.features.uses_labels and n_lab is not None:
+            p.features.check_labels(int(n_lab))
     p.graph.check_data(n, n_classes)
     p.algorithm.check_data(n, n_classes)
     if p.n_eigenpairs:

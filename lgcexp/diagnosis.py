@@ -19,7 +19,10 @@ What a diagnosis run adds to the usual record (``result.json``):
 - ``n_disagree``: given labels the method's labelled prediction disagrees with (candidates for a check);
 - ``label_issue_report``: the files written by :func:`report_label_issues` (``label_issues.csv``, the
   main output: which given labels look wrong and what they should be, and ``label_issues.png``);
-- ``n_label_issues``: the labels flagged (``detect_*`` when the file has trusted labels).
+- ``n_label_issues``: the labels flagged (``detect_*`` when the file has trusted labels);
+- ``data_issue_report``, ``data_issues``: the data audit's files (``data_issues.csv``: outliers and
+  near-duplicates of every point, lgcexp.data_issues; ``suspicious_examples.png`` for image-shaped data)
+  and its counts.
 
 Outputs: ``label_issues.csv`` and ``label_issues.png`` (methods that judge labels: lgc, autoL, auto, siis;
 docs/label_issues.md), ``predictions.csv`` (every point: ``index``, ``predicted`` in the file's label values,
@@ -97,6 +100,102 @@ def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped:
     except Exception as exc:  # a figure must never cost the report
         log.warning("label_issues.png not written: %s", exc)
     return written
+
+
+SUSPICIOUS_FIGURE = "suspicious_examples.png"
+
+
+def report_data_issues(p: Any, data: Any, split: LabelSplit, issues: Any, features: Any, out: Path,
+                       result: dict[str, Any]) -> list[str]:
+    """``data_issues.csv`` (outliers and near-duplicates of every point, from the kNN lists of the graph's
+    features with the graph's k) and, for image-shaped data, ``suspicious_examples.png``; the counts go to
+    ``result["data_issues"]``. Returns the names of the files written."""
+    from . import data_issues as di
+    from .records import write_table
+
+    audit = di.find_data_issues(np.asarray(features), k=int(getattr(p.graph, "k", 10) or 10))
+    write_table(Path(out) / di.DATA_ISSUES_FILE, audit.frame())
+    result["data_issues"] = audit.summary()
+    log.info("data issues: %d outliers, %d near-duplicates in %d sets (%s)", result["data_issues"]["n_outliers"],
+             result["data_issues"]["n_near_duplicates"], result["data_issues"]["n_near_duplicate_sets"],
+             di.DATA_ISSUES_FILE)
+    written = [di.DATA_ISSUES_FILE]
+    shape = image_shape(data)
+    if shape is not None:
+        try:
+            plot_suspicious(data, shape, split, issues, audit, np.asarray(p.algorithm.predict()),
+                            Path(out) / SUSPICIOUS_FIGURE)
+            written.append(SUSPICIOUS_FIGURE)
+        except Exception as exc:  # a figure must never cost the report
+            log.warning("%s not written: %s", SUSPICIOUS_FIGURE, exc)
+    return written
+
+
+def image_shape(data: Any) -> tuple[int, ...] | None:
+    """The image shape of a data set's rows: one the data set records (``image_shape``), else a square
+    when the dimension is a perfect square of at least 4 x 4; None for other data."""
+    shape = getattr(data, "image_shape", None)
+    if shape is not None:
+        return tuple(int(v) for v in shape)
+    d = int(data.X.shape[1])
+    s = int(round(np.sqrt(d)))
+    return (s, s) if s * s == d and s >= 4 else None
+
+
+def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues: Any, audit: Any,
+                    predicted: np.ndarray, path: Path, per_row: int = 10) -> None:
+    """``suspicious_examples.png``: the raw examples a user should look at, each titled with its index, its
+    given label and the suggested one: the given labels of lowest quality (flagged ones in red), the
+    strongest outliers, and near-duplicate sets side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .cache import atomic_open
+
+    classes = np.asarray(data.classes)
+    given = np.full(data.n, -1, dtype=np.int64)
+    given[split.labeled] = split.y_observed
+    suggested = predicted.copy()
+    rows: list[tuple[str, list[tuple[int, str, bool]]]] = []
+    if issues is not None:
+        order = np.argsort(np.asarray(issues.quality), kind="stable")[:per_row]
+        rows.append(("label issues", [(int(split.labeled[i]), f"q={issues.quality[i]:.2f}", bool(issues.is_issue[i]))
+                                      for i in order]))
+        suggested[split.labeled] = np.asarray(issues.suggested)
+    top = np.argsort(-audit.outlier_score, kind="stable")[:per_row]
+    rows.append(("outliers", [(int(i), f"z={audit.outlier_score[i]:.1f}", bool(audit.is_outlier[i])) for i in top]))
+    dup = []
+    sets = audit.near_duplicate_set
+    for s in np.unique(sets[sets >= 0])[: per_row // 2]:
+        members = np.flatnonzero(sets == s)[:2]
+        dup += [(int(i), f"set {s}", True) for i in members]
+    if dup:
+        rows.append(("near-duplicates", dup))
+
+    def name(k: int) -> str:
+        return "-" if k < 0 else str(classes[k] if classes.size else k)
+
+    fig, axes = plt.subplots(len(rows), per_row, figsize=(1.3 * per_row, 1.75 * len(rows)), squeeze=False)
+    for r, (label, items) in enumerate(rows):
+        for c in range(per_row):
+            ax = axes[r, c]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if c >= len(items):
+                ax.axis("off")
+                continue
+            i, note, flagged = items[c]
+            ax.imshow(np.asarray(data.X[i], dtype=np.float64).reshape(shape), cmap="gray_r")
+            ax.set_title(f"#{i} {note}\n{name(given[i])}->{name(suggested[i])}", fontsize=7,
+                         color="#c0392b" if flagged else "black")
+        axes[r, 0].set_ylabel(label, fontsize=8)
+    fig.suptitle("most suspicious examples: index, score, given -> suggested label (red: flagged)", fontsize=9)
+    fig.tight_layout()
+    with atomic_open(path) as fh:
+        fig.savefig(fh, format="png", dpi=100)
+    plt.close(fig)
 
 
 def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: int = 30) -> None:
@@ -277,16 +376,21 @@ def label_columns(algorithm: Any, data: Any, split: LabelSplit) -> dict[str, np.
     return {**cols, **info}
 
 
-def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: LabelSplit, issues: Any = None) -> None:
+def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: LabelSplit, issues: Any = None,
+                  features: Any = None) -> None:
     """``labels.csv``, ``predictions.csv``, the label-issue report (``issues``: the judgement of a method
-    that judges labels), figures (``plot=true``) and ``result.json`` (last: its presence marks the run
-    done)."""
+    that judges labels), the data audit (``data_issues.csv``, from the kNN lists of ``features``, the
+    representation the graph was built on; :mod:`lgcexp.data_issues`), the picture of the most suspicious
+    examples (image-shaped data), figures (``plot=true``) and ``result.json`` (last: its presence marks the
+    run done)."""
     algorithm = p.algorithm
     write_labels_csv(out / LABELS_FILE, label_columns(algorithm, data, split))
     write_labels_csv(out / PREDICTIONS_FILE, prediction_columns(algorithm, data, split))
     given = GivenLabels(labeled=split.labeled, y=split.y_observed, classes=np.asarray(data.classes),
                         y_clean=split.y_clean)
     result["label_issue_report"] = list(report_label_issues(issues, given, out))
+    if features is not None:
+        result["data_issue_report"] = report_data_issues(p, data, split, issues, features, out, result)
     if p.config.get("plot"):
         y_true = data.y if data.truth_known.all() else None  # evaluation curves only where all truth is known
         result["figures"] = algorithm.plot(out, y_true=y_true, split=split)
@@ -309,6 +413,10 @@ def format_summary(r: dict[str, Any]) -> str:
                      f"(label_issues.csv: every given label, most suspicious first, with a suggested label)")
         if r.get("detect_estimated_issues") is not None:
             lines.append(f"  confident learning estimates {r['detect_estimated_issues']} of the given labels are wrong")
+    if r.get("data_issues"):
+        a = r["data_issues"]
+        lines.append(f"  data issues: {a['n_outliers']} outliers, {a['n_near_duplicates']} near-duplicates in "
+                     f"{a['n_near_duplicate_sets']} sets ({a['n_exact_duplicates']} exact copies) (data_issues.csv)")
     if "acc_unlabeled" in r:
         scored = f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)" if "n_scored_unlabeled" in r else ""
         lines.append(f"  accuracy against the file's clean labels{scored}: unlabelled {100 * r['acc_unlabeled']:.2f}%   "
@@ -319,6 +427,7 @@ def format_summary(r: dict[str, Any]) -> str:
         lines.append("  not used: " + ", ".join(f"{k}={fmt_value(v)}" for k, v in r["not_used"].items()))
     lines.append(f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})")
     if r.get("_out_dir"):
-        files = [RESULT_FILE, *(r.get("label_issue_report") or []), PREDICTIONS_FILE, LABELS_FILE]
+        files = [RESULT_FILE, *(r.get("label_issue_report") or []), *(r.get("data_issue_report") or []),
+                 PREDICTIONS_FILE, LABELS_FILE]
         lines.append(f"  written: {r['_out_dir']}/{{{','.join(files)}}}")
     return "\n".join(lines)

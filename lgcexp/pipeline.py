@@ -1,5 +1,5 @@
 """The stage sequence of one run:
-load -> label sampling/noise -> affinity -> eigendecomposition -> optimize -> evaluate (-> record).
+load -> label sampling/noise -> features -> affinity -> eigendecomposition -> optimize -> evaluate (-> record).
 
 ``run(cfg)`` takes a resolved config (a dict or DictConfig shaped like ``conf/config.yaml``) and returns
 the result record; nothing here depends on Hydra, so the pipeline can be driven from Python too.
@@ -26,7 +26,7 @@ from .stages import StageTimer, fit_on_graph
 
 log = logging.getLogger("lgcexp")
 
-STAGES = ("load", "labels", "graph", "eig", "optimize", "evaluate")
+STAGES = ("load", "labels", "features", "graph", "eig", "optimize", "evaluate")
 
 
 def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -44,10 +44,14 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         else:
             split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise, X=data.X)
             log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
-    # graph -> eig -> optimize -> judge: the stages the scikit-learn estimators run too (lgcexp.stages)
-    fitted = fit_on_graph(p.graph, p.algorithm, data.X, split.labeled, split.y_observed, data.n_classes,
-                          cache=cache, data_fingerprint=data.fingerprint(), n_eigenpairs=p.n_eigenpairs or 0,
-                          eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=data.X)
+    with timer.stage("features"):
+        feats = features(p, data, split, cache)
+    X = feats.X
+    # graph -> eig -> optimize -> judge: the stages the scikit-learn estimators run too (lgcexp.stages); the
+    # graph is keyed by the features' key (raw: the data's fingerprint, as before)
+    fitted = fit_on_graph(p.graph, p.algorithm, X, split.labeled, split.y_observed, data.n_classes,
+                          cache=cache, data_fingerprint=feats.key or data.fingerprint(), n_eigenpairs=p.n_eigenpairs or 0,
+                          eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X)
     graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,
                                               fitted.issues)
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")
@@ -56,20 +60,37 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         # label issues of a method that judges labels (lgcexp.label_issues; None for the others)
         metrics.update(label_issues.run_metrics(issues, split))
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
+    if feats.key is not None:  # a raw run's record stays as it was
+        result["features"] = {"name": p.features.name, "key": feats.key, "dim": int(X.shape[1]),
+                              "cache_hit": feats.cache_hit, "params": p.features.get_params(), **feats.info}
     if data.has_given_labels:
         result.update(diagnosis.record_fields(p, data, split))
     if out_dir is not None:
         writer = diagnosis.write_outputs if data.has_given_labels else write_outputs
-        writer(p, Path(out_dir), result, data, split, issues=issues)
+        writer(p, Path(out_dir), result, data, split, issues=issues, features=X)
     return result
 
 
 def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
     """Stage 1, plus every check that needs the data size (still before any heavy work)."""
     data = p.source.load(data_dir=paths.get("data_dir"), download=bool(paths.get("download", True)))
-    check_against_data(p, data.n, data.n_classes, given_labels=data.has_given_labels)
+    check_against_data(p, data.n, data.n_classes, given_labels=data.has_given_labels, n_features=data.X.shape[1],
+                       n_given=None if data.labeled is None else int(data.labeled.size))
     log.info("loaded %s: n=%d, d=%d, %d classes", data.name, data.n, data.X.shape[1], data.n_classes)
     return data
+
+
+def features(p: RunPlan, data: Dataset, split: LabelSplit, cache: Cache) -> Any:
+    """Stage 3 (lgcexp.features): the representation the graph is built on (raw: the data's X as is)."""
+    from .features import FeatureResult
+
+    fmap = p.features
+    if fmap is None or fmap.name == "raw":
+        return FeatureResult(X=data.X, key=None)
+    res = fmap.transform(data.X, data_fingerprint=data.fingerprint(), labeled=split.labeled,
+                         y=split.y_observed, n_classes=data.n_classes, cache=cache, progress=p.progress)
+    log.info("features=%s: %d dimensions (%s)", fmap.name, res.X.shape[1], "cached" if res.cache_hit else "computed")
+    return res
 
 
 def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
@@ -121,9 +142,10 @@ def _noise_counts(noise: Any) -> list[list[int]] | None:
 
 
 def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, split: LabelSplit,
-                  issues: Any = None) -> None:
+                  issues: Any = None, features: Any = None) -> None:
     """``labels.csv``, ``label_issues.csv`` (methods that judge labels: ``issues``), figures (``plot=true``)
-    and ``result.json`` (last: its presence marks the run done)."""
+    and ``result.json`` (last: its presence marks the run done). ``features``: the graph's features (the
+    data audit of a diagnosis run reads them; not used here)."""
     algorithm = p.algorithm
     columns = {
         "index": split.labeled,

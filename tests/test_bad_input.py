@@ -46,6 +46,12 @@ def table_cases():
                 continue  # the top-level loss option, below
             for v in bad_values(cons):
                 cases.append(((f"algo={name}", f"algo.params.{p}={_typed(v)}"), f"algo.params.{p}={_typed(v)}"))
+    from lgcexp.features import FEATURES
+
+    for name in FEATURES.names():
+        for p, cons in FEATURES.get(name)._parameter_constraints.items():
+            for v in bad_values(cons):
+                cases.append(((f"features={name}", f"features.{p}={_typed(v)}"), f"features.{p}={_typed(v)}"))
     from lgcexp.graph import KnnGraph
 
     for p, cons in KnnGraph._parameter_constraints.items():
@@ -81,6 +87,10 @@ HAND_CASES = [
     (("algo=foo",), "algo=foo is not allowed: choose one of"),
     (("noise=foo",), "noise=foo is not allowed: choose one of"),
     (("graph=foo",), "graph=foo is not allowed: choose one of"),
+    (("features=foo",), "features=foo is not allowed: choose one of"),
+    (("+features.foo=1",), "features.foo is not a parameter of features=raw"),
+    (("features=pca", "features.n_components=65"), "features.n_components=65 is not allowed for this dataset"),
+    (("features=oof", "features.folds=60"), "features.folds=60 is not allowed for this run"),
     (("foo=1",), "foo=1 is not allowed: foo is not an option"),
     (("+detect.foo=1",), "detect.foo is not a parameter of detect; allowed: cut, features, folds, min_agreement, min_per_class, threshold"),
     (("+foo=1",), "foo is not an option"),

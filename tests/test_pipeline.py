@@ -21,7 +21,7 @@ def test_digits_default_run_writes_records(tmp_path):
     assert res["dataset"] == "digits" and res["n"] == 1797 and res["n_labeled"] == 100 and res["n_flipped"] == 20
     counts = np.array(res["noise_counts"])  # realised (true, observed) label counts
     assert res["noise"] == "uniform" and counts.shape == (10, 10) and counts.sum() == 100 and np.trace(counts) == 80
-    assert set(res["stage_seconds"]) == {"load", "labels", "graph", "eig", "optimize", "evaluate"}
+    assert set(res["stage_seconds"]) == {"load", "labels", "features", "graph", "eig", "optimize", "evaluate"}
     assert 0.8 < res["acc_unlabeled"] <= 1.0
     labels = pd.read_csv(tmp_path / "run" / "labels.csv")
     assert list(labels.columns[:5]) == ["index", "clean_label", "observed_label", "flipped", "predicted"]
