@@ -20,7 +20,8 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from .devices import DEVICES
 from .errors import UserError
-from .labels import LABELS_PARAMETERS, check_label_count
+from .labels import LABELS_PARAMETERS, check_label_count, label_protocol
+from .priors import CLASS_PRIORS_PARAMETERS
 from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
@@ -35,6 +36,7 @@ TOP_PARAMETERS = {
     "progress": [Boolean(), NoneValue()],
     "plot": [Boolean()],
     "device": [Options(DEVICES)],  # lgcexp.devices: auto = the GPU when there is one
+    **CLASS_PRIORS_PARAMETERS,     # lgcexp.priors: a volume label projection of any method's scores
 }
 PATHS_PARAMETERS = {
     "data_dir": [String("a directory path")],
@@ -63,9 +65,19 @@ def to_container(cfg: Any) -> dict[str, Any]:
         raise UserError(f"bad configuration: {str(exc).splitlines()[0]}") from None
 
 
+#: options added after results were recorded: left out of the semantic config while null, so the config
+#: hash (and run directory) of every run that does not use them stays what it was
+NULL_DEFAULT_KEYS = ("class_priors",)
+NULL_DEFAULT_LABEL_KEYS = ("per_class", "sets")
+
+
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that determines a run's numbers."""
-    return {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"}
+    c = {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"
+         and not (k in NULL_DEFAULT_KEYS and v is None)}
+    if isinstance(c.get("labels"), dict):
+        c["labels"] = {k: v for k, v in c["labels"].items() if not (k in NULL_DEFAULT_LABEL_KEYS and v is None)}
+    return c
 
 
 @dataclass
@@ -148,7 +160,8 @@ def plan(cfg: Any) -> RunPlan:
     eig = {k: v for k, v in c["eig"].items() if k != "p"}
     detect = _detect_options(c.get("detect"))
     return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
-                   seed=int(c["seed"]), n_labels=None if c["labels"]["n"] is None else int(c["labels"]["n"]),
+                   seed=int(c["seed"]),
+                   n_labels=None if c["labels"].get("n") is None or label_protocol(c) else int(c["labels"]["n"]),
                    loss=used_loss, detect=detect)
 
 
@@ -169,7 +182,7 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     ``given_labels``: the data carries its own labelled set (a diagnosis run), so ``labels.n`` is not used."""
     from .spectral import check_eig_params
 
-    if not given_labels:
+    if not given_labels and not label_protocol(p.config):
         check_label_count(p.n_labels, n, n_classes)
         p.noise.check_data(n, n_classes)
     p.graph.check_data(n, n_classes)

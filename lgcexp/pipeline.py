@@ -56,7 +56,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.diagnosis)
             split = diagnosis.given_split(p, data)
         else:
-            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise)
+            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise, labels=p.config["labels"])
             log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
     with timer.stage("graph"):
         graph, graph_hit = p.graph.build(data.X, cache=cache, data_fingerprint=data.fingerprint())
@@ -65,7 +65,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         eig, eig_hit = eigenpairs(p, graph, cache)
     with timer.stage("optimize"):
         p.algorithm.fit(graph, split.labeled, split.y_observed, data.n_classes, eig=eig, progress=p.progress,
-                        cache=cache)
+                        cache=cache, class_priors=p.config.get("class_priors"))
     with timer.stage("evaluate"):
         metrics = evaluate_run(p.algorithm, graph, data.y, split)
         # label issues of a method that judges labels (lgcexp.label_issues; None for the others)

@@ -16,6 +16,10 @@ ALGORITHMS = Registry("algo", {
     "siis": "lgcexp.algorithms.siis:SIIS",
     "auto": "lgcexp.algorithms.auto:Auto",
     "gtf": "lgcexp.algorithms.gtf:GTF",
+    "wnll": "lgcexp.algorithms.wnll:WNLL",
+    "poisson": "lgcexp.algorithms.poisson:Poisson",
+    "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
+    "poissonL": "lgcexp.algorithms.poissonl:PoissonL",
 })
 
 
