@@ -821,11 +821,114 @@ class EigenfunctionClassifier(_GraphSSLClassifier):
         return out
 
 
+class PoissonClassifier(_GraphSSLClassifier):
+    """Poisson learning (Calder et al. 2020), :class:`lgcexp.algorithms.poisson.Poisson`."""
+
+    _algo = "poisson"
+    _parameter_constraints = _constraints("poisson")
+
+    def __init__(self, *, solver='iterate', min_iter=50, max_iter=1000, tol=1e-08, maxiter=20000, balance=False,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.solver = solver
+        self.min_iter = min_iter
+        self.max_iter = max_iter
+        self.tol = tol
+        self.maxiter = maxiter
+        self.balance = balance
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+
+class PoissonMBOClassifier(_GraphSSLClassifier):
+    """Poisson-MBO (Calder et al. 2020), :class:`lgcexp.algorithms.poisson_mbo.PoissonMBO`."""
+
+    _algo = "poissonMBO"
+    _parameter_constraints = _constraints("poissonMBO")
+
+    def __init__(self, *, Ns=40, mu=1.0, T=20, priors='uniform', solver='iterate', min_iter=50, max_iter=1000, tol=1e-08,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.Ns = Ns
+        self.mu = mu
+        self.T = T
+        self.priors = priors
+        self.solver = solver
+        self.min_iter = min_iter
+        self.max_iter = max_iter
+        self.tol = tol
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+
+class WNLLClassifier(_GraphSSLClassifier):
+    """Weighted nonlocal Laplacian (Shi, Osher & Zhu 2017), :class:`lgcexp.algorithms.wnll.WNLL`."""
+
+    _algo = "wnll"
+    _parameter_constraints = _constraints("wnll")
+
+    def __init__(self, *, tol=1e-08, maxiter=20000, cmn=False,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.tol = tol
+        self.maxiter = maxiter
+        self.cmn = cmn
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+
+class PoissonLClassifier(_GraphSSLClassifier):
+    """PoissonL: AutoL's leave-one-out label reweighting on Poisson learning, :class:`lgcexp.algorithms.poissonl.PoissonL`. Needs TensorFlow."""
+
+    _algo = "poissonL"
+    _n_iter_key = "opt_steps"
+    _parameter_constraints = _constraints("poissonL")
+
+    def __init__(self, *, loss='xent', lr=0.7, steps=5000, beta1=0.9, beta2=0.999, epsilon=1e-07, dtype='float32', xla=True, chunk=500, min_iter=50, max_iter=1000,
+                 graph="knn", n_neighbors=10, sigma="mean", symmetrize="union", kernel="gaussian",
+                 local_scale=7, cache_dir=None):
+        self.loss = loss
+        self.lr = lr
+        self.steps = steps
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.dtype = dtype
+        self.xla = xla
+        self.chunk = chunk
+        self.min_iter = min_iter
+        self.max_iter = max_iter
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.symmetrize = symmetrize
+        self.kernel = kernel
+        self.local_scale = local_scale
+        self.cache_dir = cache_dir
+
+
 #: algorithm name (``algo=`` of the command) -> estimator class
 ESTIMATORS: dict[str, type[_GraphSSLClassifier]] = {
     "lgc": LGCClassifier, "gfhf": GFHFClassifier, "autoL": AutoLClassifier, "autoD": AutoDClassifier,
     "siis": SIISClassifier, "auto": AutoClassifier, "gtf": GTFClassifier, "lssc": LSSCClassifier,
     "eigenfunction": EigenfunctionClassifier,
+    "poisson": PoissonClassifier, "poissonMBO": PoissonMBOClassifier, "wnll": WNLLClassifier,
+    "poissonL": PoissonLClassifier,
 }
 
 

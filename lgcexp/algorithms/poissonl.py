@@ -204,4 +204,5 @@ class PoissonL(GraphSSLAlgorithm):
             "operator_seconds": round(t_op, 4),
             "operator_cache_hit": hit,
             "opt_seconds": round(ost["seconds"], 4),
+            "opt_steps": int(self.steps),
         })
