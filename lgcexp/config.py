@@ -15,14 +15,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from .devices import DEVICES
 from .errors import UserError
 from .labels import LABELS_PARAMETERS, check_label_count, label_protocol
+from .params import (
+    Boolean,
+    Interval,
+    NoneValue,
+    Options,
+    String,
+    check_params,
+    check_value,
+    fmt_value,
+)
 from .priors import CLASS_PRIORS_PARAMETERS
-from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
 NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested", "device")

@@ -76,7 +76,7 @@ def protocol(args):
                 mbo = make_algorithm("poissonMBO").fit(g, lab, y[lab], 10)
                 row["poissonMBO_s"] = time.perf_counter() - t
                 row["poissonMBO"] = acc_unlabeled(mbo.predict(), y, lab)
-            for name in ("gfhf", "wnll", "lgc"):
+            for name in args.baselines:
                 row[name] = acc_unlabeled(make_algorithm(name).fit(g, lab, y[lab], 10).predict(), y, lab)
             if gl is not None:
                 m = gl.ssl.poisson(g.W, solver="gradient_descent")
@@ -183,6 +183,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--per-class", type=int, default=5)
     ap.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.4])
+    ap.add_argument("--baselines", nargs="*", default=["wnll", "lgc"], help="protocol: other methods to run")
     ap.add_argument("--methods", nargs="+", default=["poisson", "poissonL", "autoL"])
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import make_cfg
+
 from lgcexp.config import plan, to_container
 from lgcexp.errors import UserError
 from lgcexp.labels import read_label_set, sample_per_class, write_label_sets

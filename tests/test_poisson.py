@@ -4,8 +4,8 @@ labels."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from conftest import random_graph
+
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.poisson import Poisson, class_balance, mixing_steps
 from lgcexp.errors import UserError

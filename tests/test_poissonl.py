@@ -2,11 +2,16 @@
 closed-form gradient against finite differences and TensorFlow, and a fit that corrects a flipped label."""
 import numpy as np
 import pytest
-
 from conftest import random_graph
+
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.poisson import mixing_steps
-from lgcexp.algorithms.poissonl import loo_gradient, normalise_rows, poisson_loo_matrix, poisson_submatrix
+from lgcexp.algorithms.poissonl import (
+    loo_gradient,
+    normalise_rows,
+    poisson_loo_matrix,
+    poisson_submatrix,
+)
 
 
 def _dense_G(g, T):
@@ -39,7 +44,7 @@ def test_gradient_against_finite_differences_and_tensorflow(loss):
 
     g, _ = random_graph(40, 4, seed=12)
     labeled = np.array([1, 6, 12, 19, 25, 33, 39]); y = np.array([0, 1, 2, 0, 1, 2, 0])
-    A, iso = normalise_rows(poisson_loo_matrix(poisson_submatrix(g.W, labeled, mixing_steps(g.W, labeled))))
+    A, _ = normalise_rows(poisson_loo_matrix(poisson_submatrix(g.W, labeled, mixing_steps(g.W, labeled))))
     w = np.array([1.3, 0.4, 2.0, 0.9, 1.1, 0.6, 1.7])
     f, grad = loo_gradient(A, w, y, 3, loss)
     h = 1e-6

@@ -14,7 +14,6 @@ are that one-hot decision. Defaults are the paper's: ``Ns = 40``, ``mu = 1``, ``
 """
 from __future__ import annotations
 
-import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
