@@ -31,7 +31,7 @@ from .params import (
     check_value,
     fmt_value,
 )
-from .priors import CLASS_PRIORS_PARAMETERS
+from .priors import CLASS_PRIORS_PARAMETERS, check_priors
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
 NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested", "device")
@@ -196,6 +196,7 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
         p.noise.check_data(n, n_classes)
     p.graph.check_data(n, n_classes)
     p.algorithm.check_data(n, n_classes)
+    check_priors(p.config.get("class_priors"), n_classes)
     if p.n_eigenpairs:
         check_eig_params(p.n_eigenpairs, n, p.eig.get("solver", "auto"), p.eig.get("tol", 1e-8))
 

@@ -20,10 +20,19 @@ from typing import Any
 import numpy as np
 
 from .errors import UserError
-from .params import Array, Interval, NoneValue, Options
+from .params import Array, Interval, NoneValue, Options, fmt_value
 
 #: constraints of the top-level ``class_priors`` option
 CLASS_PRIORS_PARAMETERS = {"class_priors": [NoneValue(), Options(("uniform", "labels")), Array(Interval("real", 0, None), "a list of non-negative numbers (one per class)", min_length=1)]}
+
+
+def check_priors(spec: Any, n_classes: int) -> None:
+    """The checks of ``class_priors`` that need the number of classes (run right after loading)."""
+    if isinstance(spec, (list, tuple)):
+        b = np.asarray(spec, dtype=float).ravel()
+        if b.size != n_classes or not np.all(np.isfinite(b)) or b.min() < 0 or b.sum() <= 0:
+            raise UserError(f"class_priors={fmt_value(list(spec))} is not allowed: it must be {n_classes} non-negative "
+                            "numbers (one per class, not all zero)")
 
 
 def prior_vector(spec: Any, y_labeled: np.ndarray, n_classes: int) -> np.ndarray | None:
@@ -37,10 +46,8 @@ def prior_vector(spec: Any, y_labeled: np.ndarray, n_classes: int) -> np.ndarray
             b = np.bincount(np.asarray(y_labeled, dtype=np.int64), minlength=n_classes).astype(float)
             return b / b.sum()
         raise UserError(f"class_priors={spec} is not allowed: choose null, uniform, labels or a list of {n_classes} numbers")
+    check_priors(spec, n_classes)
     b = np.asarray(spec, dtype=float).ravel()
-    if b.size != n_classes or not np.all(np.isfinite(b)) or b.min() < 0 or b.sum() <= 0:
-        raise UserError(f"class_priors={list(spec)} is not allowed: it must be {n_classes} non-negative numbers "
-                        "(one per class, not all zero)")
     return b / b.sum()
 
 

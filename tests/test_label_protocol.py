@@ -56,6 +56,11 @@ def test_bad_values_name_the_key(tmp_path):
         plan(to_container(make_cfg("labels.per_class=0", tmp=tmp_path)))
     with pytest.raises(UserError, match="class_priors=foo is not allowed"):
         plan(to_container(make_cfg("class_priors=foo", tmp=tmp_path)))
+    from lgcexp.config import check_against_data
+
+    p = plan(to_container(make_cfg("class_priors=[1,2]", tmp=tmp_path)))
+    with pytest.raises(UserError, match=r"class_priors=\[1,2\] is not allowed: it must be 10 non-negative"):
+        check_against_data(p, 1797, 10)          # right after loading, before the graph
 
 
 def _digits_y():

@@ -93,8 +93,10 @@ def test_class_priors_option_on_every_method_and_its_values():
         assert a.raw_scores_.shape == a.scores_.shape and "class_priors_error" in a.info_
     assert np.allclose(prior_vector("labels", y_l, 2), [0.4, 0.6])
     assert np.allclose(prior_vector([1, 3], y_l, 2), [0.25, 0.75])
-    with pytest.raises(UserError, match=r"class_priors=\[1, 2, 3\] is not allowed"):
+    with pytest.raises(UserError, match=r"class_priors=\[1,2,3\] is not allowed"):
         prior_vector([1, 2, 3], y_l, 2)
+    with pytest.raises(UserError, match=r"algo.params.priors=\[1,2,3\] is not allowed: it must be 2"):
+        make_algorithm("poissonMBO", {"priors": [1, 2, 3]}).check_data(60, 2)
 
 
 def test_wnll_against_dense_harmonic_solution():

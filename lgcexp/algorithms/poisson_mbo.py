@@ -50,6 +50,17 @@ class PoissonMBO(GraphSSLAlgorithm):
         self.max_iter = max_iter
         self.tol = tol
 
+    def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
+        """A list of priors needs one number per class (checked right after loading)."""
+        if isinstance(self.priors, (list, tuple)):
+            from ..errors import UserError
+            from ..params import fmt_value
+
+            b = np.asarray(self.priors, dtype=float)
+            if b.size != n_classes or b.sum() <= 0:
+                raise UserError(f"{prefix or self.config_prefix}priors={fmt_value(list(self.priors))} is not allowed: "
+                                f"it must be {n_classes} non-negative numbers (one per class, not all zero)")
+
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         b = prior_vector(self.priors, y_labeled, n_classes)
         W = graph.W
