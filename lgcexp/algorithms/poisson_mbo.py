@@ -14,6 +14,7 @@ are that one-hot decision. Defaults are the paper's: ``Ns = 40``, ``mu = 1``, ``
 """
 from __future__ import annotations
 
+import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
