@@ -62,7 +62,7 @@ def protocol(args):
     g, y = mnist_graph()
     gl = gl_module()
     rows = []
-    for k in (1, 3, 5):
+    for k in args.ks:
         for seed in range(args.trials):
             lab = sample_per_class(y, k, seed)
             row = {"per_class": k, "seed": seed}
@@ -71,18 +71,25 @@ def protocol(args):
             row["poisson_s"] = time.perf_counter() - t
             row["poisson"] = acc_unlabeled(ours.predict(), y, lab)
             row["T"] = ours.info_["solver_iterations"]
+            if args.priors:
+                from lgcexp.priors import volume_projection
+                row["poisson_priors"] = acc_unlabeled(volume_projection(ours.scores_, np.full(10, 0.1))[0].argmax(1), y, lab)
             if seed < args.mbo_trials:
                 t = time.perf_counter()
                 mbo = make_algorithm("poissonMBO").fit(g, lab, y[lab], 10)
                 row["poissonMBO_s"] = time.perf_counter() - t
                 row["poissonMBO"] = acc_unlabeled(mbo.predict(), y, lab)
             for name in args.baselines:
+                t = time.perf_counter()
                 row[name] = acc_unlabeled(make_algorithm(name).fit(g, lab, y[lab], 10).predict(), y, lab)
+                row[name + "_s"] = time.perf_counter() - t
             if gl is not None:
+                t = time.perf_counter()
                 m = gl.ssl.poisson(g.W, solver="gradient_descent")
                 u = m.fit(lab, y[lab])
                 row["gl_poisson"] = acc_unlabeled(u.argmax(1), y, lab)
                 row["gl_same_pred"] = float(np.mean(u.argmax(1) == ours.predict()))
+                row["gl_poisson_s"] = time.perf_counter() - t
                 if seed < args.mbo_trials:
                     mm = gl.ssl.poisson_mbo(g.W, class_priors=np.full(10, 0.1), solver="gradient_descent")
                     mm.fit(lab, y[lab])
@@ -92,12 +99,12 @@ def protocol(args):
             rows.append(row)
             print(json.dumps({k2: (round(v, 4) if isinstance(v, float) else v) for k2, v in row.items()}), flush=True)
     summary = {}
-    for k in (1, 3, 5):
+    for k in args.ks:
         sel = [r for r in rows if r["per_class"] == k]
         summary[k] = {key: (round(100 * float(np.mean([r[key] for r in sel if key in r])), 2),
                             round(100 * float(np.std([r[key] for r in sel if key in r])), 2),
                             sum(key in r for r in sel))
-                      for key in ("poisson", "gl_poisson", "poissonMBO", "gl_poissonMBO", "gfhf", "wnll", "lgc",
+                      for key in ("poisson", "gl_poisson", "poisson_priors", "poissonMBO", "gl_poissonMBO", "gfhf", "wnll", "lgc",
                                   "gl_same_pred", "gl_mbo_same_pred") if any(key in r for r in sel)}
     return {"rows": rows, "summary": summary}
 
@@ -179,6 +186,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=("protocol", "timing", "noise"))
     ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--priors", action="store_true", help="protocol: also Poisson with uniform class priors")
+    ap.add_argument("--tag", default="", help="suffix of the output file name")
+    ap.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5], help="protocol: labels per class")
     ap.add_argument("--mbo-trials", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--per-class", type=int, default=5)
@@ -192,7 +202,7 @@ def main():
     res["wall_s"] = round(time.perf_counter() - t, 1)
     res["loadavg"] = os.getloadavg()
     res["argv"] = vars(args)
-    (OUT / f"poisson_{args.part}.json").write_text(json.dumps(res, indent=1, default=float))
+    (OUT / f"poisson_{args.part}{args.tag}.json").write_text(json.dumps(res, indent=1, default=float))
     print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=1, default=float))
 
 
