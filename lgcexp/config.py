@@ -15,13 +15,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from .devices import DEVICES
 from .errors import UserError
-from .labels import LABELS_PARAMETERS, check_label_count
-from .params import Boolean, Interval, NoneValue, Options, String, check_params, check_value, fmt_value
+from .labels import LABELS_PARAMETERS, check_label_count, label_protocol
+from .params import (
+    Boolean,
+    Interval,
+    NoneValue,
+    Options,
+    String,
+    check_params,
+    check_value,
+    fmt_value,
+)
+from .priors import CLASS_PRIORS_PARAMETERS, check_priors
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
 NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested", "device")
@@ -35,6 +45,7 @@ TOP_PARAMETERS = {
     "progress": [Boolean(), NoneValue()],
     "plot": [Boolean()],
     "device": [Options(DEVICES)],  # lgcexp.devices: auto = the GPU when there is one
+    **CLASS_PRIORS_PARAMETERS,     # lgcexp.priors: a volume label projection of any method's scores
 }
 PATHS_PARAMETERS = {
     "data_dir": [String("a directory path")],
@@ -63,14 +74,23 @@ def to_container(cfg: Any) -> dict[str, Any]:
         raise UserError(f"bad configuration: {str(exc).splitlines()[0]}") from None
 
 
+#: options added after results were recorded: left out of the semantic config while null, so the config
+#: hash (and run directory) of every run that does not use them stays what it was
+NULL_DEFAULT_KEYS = ("class_priors",)
+NULL_DEFAULT_LABEL_KEYS = ("per_class", "sets")
+
+
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that determines a run's numbers. The default ``features`` section
-    (``{name: raw}``) is left out, so runs on raw features keep the config hash they had before the
-    features stage existed."""
+    (``{name: raw}``) and the options that are null by default (``class_priors``, ``labels.per_class``,
+    ``labels.sets``) are left out, so earlier runs keep the config hash they had before these existed."""
     from .features import is_default
 
-    return {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"
-            and not (k == "features" and is_default(v))}
+    c = {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"
+         and not (k == "features" and is_default(v)) and not (k in NULL_DEFAULT_KEYS and v is None)}
+    if isinstance(c.get("labels"), dict):
+        c["labels"] = {k: v for k, v in c["labels"].items() if not (k in NULL_DEFAULT_LABEL_KEYS and v is None)}
+    return c
 
 
 @dataclass
@@ -155,7 +175,8 @@ def plan(cfg: Any) -> RunPlan:
     detect = _detect_options(c.get("detect"))
     features = _features(c.get("features"))
     return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
-                   seed=int(c["seed"]), n_labels=None if c["labels"]["n"] is None else int(c["labels"]["n"]),
+                   seed=int(c["seed"]),
+                   n_labels=None if c["labels"].get("n") is None or label_protocol(c) else int(c["labels"]["n"]),
                    loss=used_loss, detect=detect, features=features)
 
 
@@ -189,7 +210,7 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     ``labels.n`` is not used; ``n_features``: the data's dimension (``features.*`` checks)."""
     from .spectral import check_eig_params
 
-    if not given_labels:
+    if not given_labels and not label_protocol(p.config):
         check_label_count(p.n_labels, n, n_classes)
         p.noise.check_data(n, n_classes)
         from .loo import DENSE_METHODS, dense_refusal
@@ -204,6 +225,7 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
             p.features.check_labels(int(n_lab))
     p.graph.check_data(n, n_classes)
     p.algorithm.check_data(n, n_classes)
+    check_priors(p.config.get("class_priors"), n_classes)
     if p.n_eigenpairs:
         check_eig_params(p.n_eigenpairs, n, p.eig.get("solver", "auto"), p.eig.get("tol", 1e-8))
 

@@ -4,6 +4,13 @@ Sampling is stratified exactly as scikit-learn's ``train_test_split(stratify=y, 
 allocates it, which is what the paper's authors used (docs/fidelity.md#labels): ISOLET 1040 labels are 40 per
 class; MNIST 100 labels are 11 of digit 1, 9 of digit 5 and 10 of every other digit.
 
+The low-label protocol (GraphLearning's, Calder et al.): ``labels.per_class=k`` draws exactly k labelled points
+of every class (``numpy.random.default_rng(seed)``, classes in order, each without replacement), so trials are
+seeds; ``labels.sets=file.npz`` reads the labelled sets from a file of index rows (array ``indices``, or the
+file's only array; one row per trial, row ``seed`` is the run's set), so a published split can be rerun, and
+:func:`write_label_sets` (``scripts/label_sets.py``) writes lgcexp's own. ``sets`` wins over ``per_class``,
+which wins over ``n``.
+
 Noise comes from a noise model (:mod:`lgcexp.noise`; default uniform with an exact count, docs/fidelity.md#noise).
 """
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UserError
-from .params import Interval, NoneValue, check_value
+from .params import Interval, NoneValue, String, check_value
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,71 @@ class LabelSplit:
 
 
 #: the ``labels`` section of the config (``n: null`` for files that carry their own labelled set)
-LABELS_PARAMETERS = {"n": [Interval("int", 1, None), NoneValue()]}
+LABELS_PARAMETERS = {
+    "n": [Interval("int", 1, None), NoneValue()],
+    "per_class": [Interval("int", 1, None), NoneValue()],
+    "sets": [String("a path to an .npz of labelled index rows"), NoneValue()],
+}
+SETS_ARRAY = "indices"
+
+
+def label_protocol(config: dict[str, Any]) -> bool:
+    """Whether a (resolved) config draws its labels by ``per_class`` or reads them from ``sets``."""
+    lab = config.get("labels") or {}
+    return lab.get("per_class") is not None or lab.get("sets") is not None
+
+
+def sample_per_class(y: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Indices (ascending) of exactly ``k`` points of every class, drawn by ``default_rng(seed)``."""
+    y = np.asarray(y, dtype=np.int64)
+    counts = np.bincount(y)
+    if counts.min() < k + 1:
+        c = int(counts.argmin())
+        raise UserError(f"labels.per_class={k} is not allowed for this dataset: class {c} has {int(counts[c])} "
+                        f"point(s), and every class needs more than {k}")
+    rng = np.random.default_rng(int(seed))
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), k, replace=False)
+                                   for c in range(counts.size)]))
+
+
+def read_label_set(path: str, seed: int, n: int) -> np.ndarray:
+    """Row ``seed`` of the label-set file (module docstring), checked: distinct indices in 0..n-1."""
+    import os
+
+    where = os.path.expanduser(str(path))
+    try:
+        with np.load(where, allow_pickle=False) as f:
+            names = list(f.files)
+            name = SETS_ARRAY if SETS_ARRAY in names else (names[0] if len(names) == 1 else None)
+            if name is None:
+                raise UserError(f"labels.sets={path} is not allowed: the file needs an array '{SETS_ARRAY}' "
+                                f"(it has {', '.join(names) or 'none'})")
+            rows = np.asarray(f[name])
+    except (OSError, ValueError) as exc:
+        raise UserError(f"labels.sets={path} is not allowed: cannot read it as an .npz ({exc})") from None
+    if rows.ndim != 2 or not np.issubdtype(rows.dtype, np.integer):
+        raise UserError(f"labels.sets={path} is not allowed: '{name}' must be a 2-D integer array (one row per trial)")
+    if seed >= rows.shape[0]:
+        raise UserError(f"seed={seed} is not allowed with labels.sets={path}: the file has {rows.shape[0]} rows "
+                        f"(seeds 0..{rows.shape[0] - 1})")
+    row = rows[seed].astype(np.int64)
+    if row.min() < 0 or row.max() >= n or np.unique(row).size != row.size:
+        raise UserError(f"labels.sets={path} is not allowed: row {seed} must hold distinct indices in 0..{n - 1}")
+    return np.sort(row)
+
+
+def write_label_sets(path: str, y: np.ndarray, seeds, *, per_class: int | None = None,
+                     n_labels: int | None = None) -> np.ndarray:
+    """Write lgcexp's labelled sets for ``seeds`` (rows in that order; ``per_class`` or ``n_labels``) to an .npz
+    that ``labels.sets=`` reads back; returns the rows."""
+    seeds = list(seeds)
+    if per_class is not None:
+        rows = [sample_per_class(y, per_class, s) for s in seeds]
+    else:
+        rows = [sample_labeled(y, int(n_labels), s) for s in seeds]
+    arr = np.stack(rows).astype(np.int64)
+    np.savez(path, **{SETS_ARRAY: arr, "seeds": np.asarray(seeds, dtype=np.int64)})
+    return arr
 
 
 def check_label_count(n_labels: int | None, n: int, n_classes: int) -> None:
@@ -89,17 +160,24 @@ def flip_labels(y_clean: np.ndarray, n_classes: int, rate: float, seed: int) -> 
     return UniformNoise(rate).corrupt(y_clean, n_classes, seed)
 
 
-def sample_and_corrupt(y: np.ndarray, n_labels: int, rate: float = 0.0, seed: int = 0, *,
-                       noise: Any = None, X: Any = None) -> LabelSplit:
+def sample_and_corrupt(y: np.ndarray, n_labels: int | None, rate: float = 0.0, seed: int = 0, *,
+                       noise: Any = None, X: Any = None, labels: dict[str, Any] | None = None) -> LabelSplit:
     """Stage 2 in one call: stratified labelled set, then label noise on it (``noise``: a
     :class:`lgcexp.noise.NoiseModel`; default exact-count uniform noise at ``rate``). ``X``: all the
     points' features; only an instance-dependent model (``noise.needs_features``) reads them, at the
-    labelled rows."""
+    labelled rows. ``labels``: the config's ``labels`` section; its ``sets`` or ``per_class`` replace
+    ``n_labels`` (module docstring)."""
     if noise is None:
         from .noise.uniform import UniformNoise
 
         noise = UniformNoise(rate)
-    labeled = sample_labeled(y, n_labels, seed)
+    lab = labels or {}
+    if lab.get("sets") is not None:
+        labeled = read_label_set(lab["sets"], seed, y.size)
+    elif lab.get("per_class") is not None:
+        labeled = sample_per_class(y, int(lab["per_class"]), seed)
+    else:
+        labeled = sample_labeled(y, n_labels, seed)
     y_clean = y[labeled].astype(np.int64)
     Xl = None
     if getattr(noise, "needs_features", False):

@@ -42,7 +42,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.diagnosis)
             split = diagnosis.given_split(p, data)
         else:
-            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise, X=data.X)
+            split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise, X=data.X,
+                                       labels=p.config["labels"])
             log.info("labelled %d points, %d flipped", split.n_labeled, split.n_flipped)
     with timer.stage("features"):
         feats = features(p, data, split, cache)
@@ -51,7 +52,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     # graph is keyed by the features' key (raw: the data's fingerprint, as before)
     fitted = fit_on_graph(p.graph, p.algorithm, X, split.labeled, split.y_observed, data.n_classes,
                           cache=cache, data_fingerprint=feats.key or data.fingerprint(), n_eigenpairs=p.n_eigenpairs or 0,
-                          eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X)
+                          eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X,
+                          class_priors=p.config.get("class_priors"))
     graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,
                                               fitted.issues)
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")

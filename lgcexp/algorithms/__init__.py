@@ -18,6 +18,10 @@ ALGORITHMS = Registry("algo", {
     "gtf": "lgcexp.algorithms.gtf:GTF",
     "lssc": "lgcexp.algorithms.lssc:LSSC",
     "eigenfunction": "lgcexp.algorithms.eigenfunction:Eigenfunction",
+    "wnll": "lgcexp.algorithms.wnll:WNLL",
+    "poisson": "lgcexp.algorithms.poisson:Poisson",
+    "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
+    "poissonL": "lgcexp.algorithms.poissonl:PoissonL",
 })
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..graph import Graph
 from ..params import Configurable
+from ..priors import prior_vector, volume_projection
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -89,11 +90,15 @@ class GraphSSLAlgorithm(Configurable):
         eig: Any = None,
         progress: bool = False,
         cache: Any = None,
+        class_priors: Any = None,
     ) -> "GraphSSLAlgorithm":
         """Fit on the observed labels of the labelled points.
 
         ``eig``: Laplacian eigenpairs when ``required_eigenpairs() > 0``; ``cache``: an optional
-        :class:`lgcexp.cache.Cache` for seed-level intermediates (e.g. AutoL's P_LL)."""
+        :class:`lgcexp.cache.Cache` for seed-level intermediates (e.g. AutoL's P_LL); ``class_priors``:
+        ``None``, ``"uniform"``, ``"labels"`` or c numbers: the scores are then replaced by their volume label
+        projection onto those class fractions (:mod:`lgcexp.priors`; the unprojected ones stay in
+        ``raw_scores_``), for every method."""
         self._validate_params()
         labeled = np.asarray(labeled, dtype=np.int64)
         y_labeled = np.asarray(y_labeled, dtype=np.int64)
@@ -114,6 +119,11 @@ class GraphSSLAlgorithm(Configurable):
         #: methods that correct labels and then propagate also give the propagated readout on labelled rows
         self.lgc_labeled_pred_: np.ndarray | None = None
         self._fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache)
+        priors = prior_vector(class_priors, y_labeled, n_classes)
+        if priors is not None:
+            self.raw_scores_ = self.scores_
+            self.scores_, weights, err = volume_projection(self.scores_, priors)
+            self.info_["class_priors_error"] = err
         if self.labeled_pred_ is None:
             self.labeled_pred_ = self.scores_[labeled].argmax(axis=1)
         return self

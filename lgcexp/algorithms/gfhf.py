@@ -12,6 +12,9 @@ With very few labels on a large graph the harmonic solution is nearly constant a
 points (on MNIST with 100 labels most points go to one class); ``cmn=True`` applies Zhu et al.'s class mass
 normalisation: each class column of F_U is rescaled so its mass matches the class proportions of the
 observed labels. The authors' GFHF had none, so it is off by default.
+
+Variants reweight the graph before the same solve (:meth:`GFHF.weights`): ``algo=wnll``
+(:mod:`lgcexp.algorithms.wnll`).
 """
 from __future__ import annotations
 
@@ -34,17 +37,21 @@ class GFHF(GraphSSLAlgorithm):
         self.maxiter = maxiter
         self.cmn = cmn
 
+    def weights(self, graph: Graph, labeled: np.ndarray):
+        """The graph the Laplace equation is solved on, and its degrees (GFHF: the graph itself)."""
+        return graph.W, graph.degree
+
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         n = graph.n
         unl = np.ones(n, dtype=bool)
         unl[labeled] = False
-        W = graph.W
+        W, degree = self.weights(graph, labeled)
         _, perm = rcm_reordered(graph.S)
         order = perm[unl[perm]]                                  # the unlabelled points in RCM order
         W_uu = W[order][:, order].tocsr()
         W_uu.sort_indices()
         W_ul = W[order][:, labeled].tocsr()
-        d_u = graph.degree[order]
+        d_u = degree[order]
         Y_l = one_hot(y_labeled, n_classes)
         rhs = W_ul @ Y_l
         precond = np.where(d_u > 0, 1.0 / np.where(d_u > 0, d_u, 1.0), 1.0)

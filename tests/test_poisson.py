@@ -1,0 +1,155 @@
+"""Poisson learning, Poisson-MBO, WNLL and the class-prior projection: against dense computations on small
+graphs and, when it is installed (test extra ``graphlearning``), against GraphLearning on the same graph and
+labels."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import random_graph
+
+from lgcexp.algorithms import make_algorithm
+from lgcexp.algorithms.poisson import Poisson, class_balance, mixing_steps
+from lgcexp.errors import UserError
+from lgcexp.priors import prior_vector, volume_projection
+
+
+def _labels(y, per_class, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+                                   for c in np.unique(y)]))
+
+
+def _dense_parts(g, labeled, y_l, c):
+    W = g.W.toarray(); d = W.sum(1); n = W.shape[0]
+    Y = np.eye(c)[y_l]
+    B = np.zeros((n, c)); B[labeled] = Y - Y.mean(0)
+    return W, d, B
+
+
+def test_poisson_iteration_against_dense_sum_and_mixing_rule():
+    g, _ = random_graph(60, 4, seed=5)
+    labeled = np.array([3, 17, 29, 41, 55]); y_l = np.array([0, 1, 2, 1, 0])
+    W, d, B = _dense_parts(g, labeled, y_l, 3)
+    n = W.shape[0]
+    P = W / d[:, None]
+    # the mixing rule, from its definition: first T >= 50 with max|v_T - d/sum d| <= 1/n
+    v = np.zeros(n); v[labeled] = 1 / labeled.size
+    T = 0
+    while T < 1000 and (T < 50 or np.abs(v - d / d.sum()).max() > 1 / n):
+        v = W @ (v / d); T += 1
+    assert mixing_steps(g.W, labeled) == T
+    U = np.zeros_like(B)
+    for _ in range(T):
+        U = U + (B - (np.diag(d) - W) @ U) / d[:, None]     # U <- U + D^-1 (B - L U)
+    ref = sum(np.linalg.matrix_power(P, t) for t in range(T)) @ (B / d[:, None])
+    assert np.allclose(U, ref, atol=1e-12)
+    algo = Poisson().fit(g, labeled, y_l, 3)
+    assert algo.info_["solver_iterations"] == T
+    assert np.allclose(algo.scores_, ref, atol=1e-12)
+    assert np.array_equal(algo.predict(), ref.argmax(1))
+
+
+def test_poisson_cg_against_dense_pseudo_inverse():
+    g, _ = random_graph(50, 4, seed=6)
+    labeled = np.array([0, 9, 18, 27, 36, 45]); y_l = np.array([0, 1, 2, 0, 1, 2])
+    W, d, B = _dense_parts(g, labeled, y_l, 3)
+    L = np.diag(d) - W
+    U = np.linalg.pinv(L) @ B
+    U -= np.outer(np.ones(50), d @ U / d.sum())            # the solution with d^T U = 0
+    algo = Poisson(solver="cg", tol=1e-12).fit(g, labeled, y_l, 3)
+    assert np.allclose(algo.scores_, U, atol=1e-8)
+    assert np.allclose(d @ algo.scores_, 0, atol=1e-8)
+    # the iteration tends to the same solution
+    it = Poisson(min_iter=5000, max_iter=5000).fit(g, labeled, y_l, 3)
+    assert np.allclose(it.scores_, U, atol=1e-6)
+
+
+def test_poisson_balance_is_the_class_size_reweighting():
+    g, _ = random_graph(40, 4, seed=7)
+    labeled = np.array([1, 5, 9, 20, 30]); y_l = np.array([0, 0, 0, 1, 2])
+    plain = Poisson().fit(g, labeled, y_l, 3)
+    bal = Poisson(balance=True).fit(g, labeled, y_l, 3)
+    s = np.array([(1 / 3) / (3 / 5), (1 / 3) / (1 / 5), (1 / 3) / (1 / 5)])
+    assert np.allclose(class_balance(y_l, 3), s)
+    assert np.allclose(bal.scores_, plain.scores_ * s)
+
+
+def test_volume_projection_meets_the_priors():
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(400, 4)) + np.array([1.0, 0.0, 0.0, 0.0])   # class 0 over-predicted
+    b = np.array([0.25, 0.25, 0.25, 0.25])
+    G, s, err = volume_projection(F, b)
+    frac = np.bincount(G.argmax(1), minlength=4) / 400
+    assert err <= 1e-3 and np.abs(frac - b).max() <= 0.01 and s[0] == 1.0
+    assert np.bincount(F.argmax(1), minlength=4)[0] > 150            # it did have to move
+    assert np.allclose(G, (F - F.min()) / (F - F.min()).max() * s)
+
+
+def test_class_priors_option_on_every_method_and_its_values():
+    g, _ = random_graph(60, 4, seed=8)
+    labeled = np.array([2, 12, 22, 32, 42]); y_l = np.array([0, 1, 1, 0, 1])
+    for name in ("lgc", "gfhf", "poisson"):
+        a = make_algorithm(name).fit(g, labeled, y_l, 2, class_priors=[0.5, 0.5])
+        assert abs(np.bincount(a.predict(), minlength=2)[0] / 60 - 0.5) <= 0.02, name
+        assert a.raw_scores_.shape == a.scores_.shape and "class_priors_error" in a.info_
+    assert np.allclose(prior_vector("labels", y_l, 2), [0.4, 0.6])
+    assert np.allclose(prior_vector([1, 3], y_l, 2), [0.25, 0.75])
+    with pytest.raises(UserError, match=r"class_priors=\[1,2,3\] is not allowed"):
+        prior_vector([1, 2, 3], y_l, 2)
+    with pytest.raises(UserError, match=r"algo.params.priors=\[1,2,3\] is not allowed: it must be 2"):
+        make_algorithm("poissonMBO", {"priors": [1, 2, 3]}).check_data(60, 2)
+
+
+def test_wnll_against_dense_harmonic_solution():
+    g, _ = random_graph(45, 4, seed=9)
+    labeled = np.array([1, 10, 20, 30, 44]); y_l = np.array([0, 1, 1, 0, 2])
+    W = g.W.toarray(); n = 45
+    a = np.ones(n); a[labeled] = n / labeled.size
+    W2 = (a[:, None] + a[None, :]) * W
+    P = W2 / W2.sum(1)[:, None]
+    unl = np.setdiff1d(np.arange(n), labeled)
+    FU = np.linalg.solve(np.eye(unl.size) - P[np.ix_(unl, unl)], P[np.ix_(unl, labeled)] @ np.eye(3)[y_l])
+    algo = make_algorithm("wnll", {"tol": 1e-12}).fit(g, labeled, y_l, 3)
+    assert np.allclose(algo.scores_[unl], FU, atol=1e-8)
+
+
+# ----- against GraphLearning itself (optional test extra) --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gl_case():
+    gl = pytest.importorskip("graphlearning")
+    from sklearn.datasets import make_blobs
+
+    from lgcexp.graph import Graph
+
+    X, y = make_blobs(500, centers=4, cluster_std=2.5, random_state=0)
+    W = sp.csr_matrix(gl.weightmatrix.knn(X, 10))
+    W.setdiag(0); W.eliminate_zeros()
+    return gl, Graph(W=W, sigma=1.0, key="gl-blobs"), W, y
+
+
+@pytest.mark.parametrize("per_class", [1, 3])
+def test_poisson_matches_graphlearning(gl_case, per_class):
+    gl, g, W, y = gl_case
+    lab = _labels(y, per_class)
+    ours = Poisson().fit(g, lab, y[lab], 4)
+    theirs = gl.ssl.poisson(W, solver="gradient_descent").fit(lab, y[lab])
+    assert np.allclose(ours.scores_, theirs, atol=1e-10)
+    assert np.array_equal(ours.predict(), theirs.argmax(1))
+    cg = Poisson(solver="cg", tol=1e-10).fit(g, lab, y[lab], 4)
+    assert np.array_equal(cg.predict(), gl.ssl.poisson(W, tol=1e-10).fit(lab, y[lab]).argmax(1))
+    # class priors: the same volume label projection
+    m = gl.ssl.poisson(W, solver="gradient_descent", class_priors=np.full(4, 0.25))
+    m.fit(lab, y[lab])
+    pri = Poisson().fit(g, lab, y[lab], 4, class_priors="uniform")
+    assert np.array_equal(pri.predict(), m.predict())
+
+
+def test_poisson_mbo_and_wnll_match_graphlearning(gl_case):
+    gl, g, W, y = gl_case
+    lab = _labels(y, 1, seed=3)
+    ours = make_algorithm("poissonMBO").fit(g, lab, y[lab], 4)
+    m = gl.ssl.poisson_mbo(W, class_priors=np.full(4, 0.25), solver="gradient_descent")
+    m.fit(lab, y[lab])
+    assert np.array_equal(ours.predict(), m.predict())
+    w = make_algorithm("wnll", {"tol": 1e-12}).fit(g, lab, y[lab], 4)
+    assert np.array_equal(w.predict(), gl.ssl.laplace(W, reweighting="wnll", tol=1e-12).fit(lab, y[lab]).argmax(1))

@@ -1,0 +1,86 @@
+"""PoissonL: the leave-one-out matrix against re-solving Poisson learning without each label (dense), the
+closed-form gradient against finite differences and TensorFlow, and a fit that corrects a flipped label."""
+import numpy as np
+import pytest
+from conftest import random_graph
+
+from lgcexp.algorithms import make_algorithm
+from lgcexp.algorithms.poisson import mixing_steps
+from lgcexp.algorithms.poissonl import (
+    loo_gradient,
+    normalise_rows,
+    poisson_loo_matrix,
+    poisson_submatrix,
+)
+
+
+def _dense_G(g, T):
+    W = g.W.toarray(); d = W.sum(1)
+    P = W / d[:, None]
+    return sum(np.linalg.matrix_power(P, t) for t in range(T)) / d[None, :]
+
+
+def test_loo_matrix_is_the_poisson_solve_without_each_label():
+    g, _ = random_graph(40, 4, seed=11)
+    labeled = np.array([2, 7, 15, 21, 30, 38]); y = np.array([0, 1, 2, 0, 1, 2]); c = 3
+    w = np.array([1.0, 0.5, 2.0, 0.0, 1.5, 0.7])
+    T = mixing_steps(g.W, labeled)
+    Gd = _dense_G(g, T)
+    G = poisson_submatrix(g.W, labeled, T)
+    assert np.allclose(G, Gd[np.ix_(labeled, labeled)], atol=1e-12)
+    A = poisson_loo_matrix(G)
+    Y = np.eye(c)[y] * w[:, None]
+    for i in range(labeled.size):
+        keep = np.delete(np.arange(labeled.size), i)
+        B = np.zeros((40, c)); B[labeled[keep]] = Y[keep] - Y[keep].mean(0)   # mean shift of the others
+        U = Gd @ B
+        assert np.allclose(A[i] @ Y, U[labeled[i]], atol=1e-12)
+    assert np.allclose(A.sum(1), 0, atol=1e-12) and np.all(np.diag(A) == 0)
+
+
+@pytest.mark.parametrize("loss", ["xent", "mse", "ce"])
+def test_gradient_against_finite_differences_and_tensorflow(loss):
+    from lgcexp.algorithms.autol import LooModel
+
+    g, _ = random_graph(40, 4, seed=12)
+    labeled = np.array([1, 6, 12, 19, 25, 33, 39]); y = np.array([0, 1, 2, 0, 1, 2, 0])
+    A, _ = normalise_rows(poisson_loo_matrix(poisson_submatrix(g.W, labeled, mixing_steps(g.W, labeled))))
+    w = np.array([1.3, 0.4, 2.0, 0.9, 1.1, 0.6, 1.7])
+    f, grad = loo_gradient(A, w, y, 3, loss)
+    h = 1e-6
+    fd = np.array([(loo_gradient(A, w + h * e, y, 3, loss)[0] - loo_gradient(A, w - h * e, y, 3, loss)[0]) / (2 * h)
+                   for e in np.eye(w.size)])
+    assert np.allclose(grad, fd, atol=1e-7, rtol=1e-5)
+    model = LooModel(A, y, 3, loss=loss, dtype="float64", form="dense")
+    ft, gt = model.loss_and_grad(w)
+    assert np.isclose(f, ft, rtol=1e-10) and np.allclose(grad, gt, atol=1e-10)
+
+
+def _blob_graph(n=300, seed=1):
+    import scipy.sparse as sp
+    from sklearn.datasets import make_blobs
+    from sklearn.neighbors import kneighbors_graph
+
+    from lgcexp.graph import Graph
+
+    X, y = make_blobs(n, centers=3, cluster_std=1.0, random_state=seed)
+    K = kneighbors_graph(X, 10, mode="distance")
+    K.data = np.exp(-K.data ** 2)
+    W = sp.csr_matrix(K.maximum(K.T))
+    return Graph(W=W, sigma=1.0, key=f"blobs{n}-{seed}"), y
+
+
+def test_poissonl_fit_corrects_a_flipped_label(tmp_path):
+    from lgcexp.cache import Cache
+
+    g, y = _blob_graph()
+    rng = np.random.default_rng(0)
+    labeled = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), 4, replace=False) for c in range(3)]))
+    obs = y[labeled].copy()
+    obs[0] = (obs[0] + 1) % 3                                        # one wrong label
+    cache = Cache(str(tmp_path))
+    a = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3, cache=cache)
+    assert a.labeled_pred_[0] == y[labeled[0]] and a.omega_[0] < a.omega_[1:].min()
+    assert (a.predict() == y).mean() >= (make_algorithm("poisson").fit(g, labeled, obs, 3).predict() == y).mean()
+    b = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3, cache=cache)
+    assert b.info_["operator_cache_hit"] and np.array_equal(a.scores_, b.scores_)
