@@ -9,9 +9,9 @@ directory stops with one line naming the key as typed and exit code 2, before an
 from __future__ import annotations
 
 import itertools
-import re
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 

@@ -139,7 +139,8 @@ class Options(Constraint):
         return "one of " + ", ".join(fmt_value(o) for o in self.values)
 
     def to_sklearn(self) -> Any:
-        from sklearn.utils._param_validation import Options as SkOptions, StrOptions
+        from sklearn.utils._param_validation import Options as SkOptions
+        from sklearn.utils._param_validation import StrOptions
 
         if all(isinstance(o, str) for o in self.values):
             return StrOptions(set(self.values))

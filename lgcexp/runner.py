@@ -21,8 +21,8 @@ from .cache import remove_stale_temp_files
 from .config import to_container
 from .errors import UserError
 from .pipeline import run
-from .rundir import config_hash
 from .records import ERROR_FILE, RESULT_FILE, read_json, write_json
+from .rundir import config_hash
 
 log = logging.getLogger("lgcexp")
 

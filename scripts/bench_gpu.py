@@ -212,7 +212,6 @@ def sec_lgc(ctx, r):
             r[f"{tag}_accuracy"] = float(np.mean(preds[tag] == ctx["y"]))
             say(f"lgc: {tag} {best:.3f}s, {it} iterations")
     from lgcexp import devices
-
     from lgcexp.linalg import fused_available
 
     r["auto_module_for_this_solve"] = devices.solve_module(Y.size).__name__  # what lgc_propagate would use

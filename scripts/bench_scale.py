@@ -67,7 +67,7 @@ def dataset_files(n: int, seed: int = 0) -> tuple[Path, Path]:
 
 
 def lgcexp_args(n: int, x: Path, y: Path, algo: str, cache_dir: Path, out: Path, extra: list[str]) -> list[str]:
-    args = [f"dataset=npy", f"dataset.path={x}", f"dataset.clean_labels_path={y}", "labels.n=1000",
+    args = ["dataset=npy", f"dataset.path={x}", f"dataset.clean_labels_path={y}", "labels.n=1000",
             "noise.rate=0.2", "seed=0", f"algo={algo}", "graph=knn_approx", "graph.pca=64", "graph.refine=2",
             "graph.index=ivf", f"graph.nlist={nlist_for(n)}", "graph.nprobe=16", f"paths.cache_dir={cache_dir}",
             f"hydra.run.dir={out}", "progress=false", "force=true"]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from conftest import random_graph
+
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.gfhf import GFHF
 from lgcexp.algorithms.lgc import LGC, lgc_propagate

@@ -3,13 +3,20 @@ leave-one-out model against separate ones, the alpha step against a brute-force 
 one-point grid against AutoL, bad input."""
 import numpy as np
 import pytest
-
 from conftest import random_graph
+
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.auto import Auto
 from lgcexp.algorithms.autod import AutoD, ExactLOO, alpha_of_x, loo_curves, x_grid
-from lgcexp.algorithms.autol import (AutoL, LooModel, cached_submatrices, loo_matrix, optimize_weights,
-                                     propagation_submatrices, propagation_submatrix)
+from lgcexp.algorithms.autol import (
+    AutoL,
+    LooModel,
+    cached_submatrices,
+    loo_matrix,
+    optimize_weights,
+    propagation_submatrices,
+    propagation_submatrix,
+)
 from lgcexp.cache import Cache
 from lgcexp.errors import UserError
 from lgcexp.linalg import multishift_cg

@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 import pytest
+from conftest import random_graph
 from threadpoolctl import threadpool_limits
 
-from conftest import random_graph
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.autod import (
     AutoD,
@@ -233,6 +233,7 @@ def test_plot_writes_csv_and_figure(tmp_path):
 def test_pipeline_run_with_cached_eigenpairs(tmp_path):
     """digits through the whole pipeline; the second run takes the eigenpairs from the cache."""
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     cfg = make_cfg("algo=autoD", "eig.p=40", "algo.params.x_max=30", "plot=true", tmp=tmp_path)
@@ -252,6 +253,7 @@ def test_mnist_figure2(tmp_path, data_dir):
     """Experiment 3 (MNIST, 100 labels, p = 300): run with -m mnist; uses $LGCEXP_CACHE_DIR when set (the graph
     and the eigenpairs take ~3 min on 2 cores when not cached)."""
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     r = run(make_cfg("dataset=mnist", "algo=autoD", "plot=true", f"paths.data_dir={data_dir}",

@@ -5,11 +5,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-
 from conftest import random_graph, two_clusters
+
 from lgcexp.algorithms import make_algorithm
-from lgcexp.algorithms.autol import (LOG_EPS, LOSSES, AutoL, LooModel, loo_matrix, optimize_weights,
-                                     propagation_submatrix)
+from lgcexp.algorithms.autol import (
+    LOG_EPS,
+    LOSSES,
+    AutoL,
+    LooModel,
+    loo_matrix,
+    optimize_weights,
+    propagation_submatrix,
+)
 from lgcexp.errors import UserError
 from lgcexp.graph import Graph, build_affinity
 
@@ -346,6 +353,7 @@ def test_registry_and_top_level_loss():
 
 def test_pipeline_run_writes_detection_and_label_columns(tmp_path):
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     r = run(make_cfg("algo=autoL", "algo.params.steps=300", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "run")

@@ -16,7 +16,7 @@ import pytest
 from lgcexp import cli
 from lgcexp.algorithms import ALGORITHMS
 from lgcexp.config import TOP_PARAMETERS
-from lgcexp.params import Boolean, Interval, NoneValue, Options, String
+from lgcexp.params import Interval
 from lgcexp.spectral import EIG_PARAMETERS
 
 CANDIDATES = (-1, 0, 0.5, 1.5, 2.5, "abc")

@@ -7,10 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import CONF
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from helpers import CONF
 from lgcexp.algorithms import ALGORITHMS
 from lgcexp.config import plan, to_container
 from lgcexp.data import DATA_SOURCES

@@ -100,9 +100,9 @@ def test_robust_z_degenerate():
 def test_diagnosis_run_writes_the_audit_and_the_picture(tmp_path):
     """A diagnosis run on digits-as-.npy (d = 64 = 8 x 8): data_issues.csv next to label_issues.csv, and
     the picture of the most suspicious examples."""
+    from helpers import make_cfg
     from sklearn.datasets import load_digits
 
-    from helpers import make_cfg
     from lgcexp import pipeline
     from lgcexp.config import to_container
 

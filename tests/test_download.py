@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from lgcexp.cache import atomic_save_npz
-
 from lgcexp.data import isolet, load_dataset, lzw, mnist
 from lgcexp.errors import UserError
 

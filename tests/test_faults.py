@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import make_cfg
+
 from lgcexp.algorithms.autol import AutoL
 from lgcexp.cache import Cache, atomic_write_text, stable_hash
 from lgcexp.config import to_container

@@ -119,6 +119,7 @@ def test_autod_figures_are_written_atomically(tmp_path, monkeypatch):
     """A plot that fails half-way leaves neither figure2.png nor a temporary file; a good one writes both."""
     import matplotlib.figure
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     cfg = make_cfg("algo=autoD", "eig.p=20", "algo.params.x_max=5", "plot=true", tmp=tmp_path)
@@ -225,7 +226,8 @@ def test_a_sweep_job_that_records_nothing_is_counted_failed(tmp_path, monkeypatc
         callbacks.note_launched(str(d))
     job = OmegaConf.create({"hydra": {"mode": "MULTIRUN", "runtime": {"output_dir": str(done)}, "job": {"num": 0}}})
     from hydra.core.utils import JobReturn, JobStatus
-    from lgcexp.runner import DONE, JobOutcome, _OUTCOMES
+
+    from lgcexp.runner import _OUTCOMES, DONE, JobOutcome
 
     _OUTCOMES[str(done.resolve())] = JobOutcome(DONE, done)
     ledger.on_job_end(job, JobReturn(status=JobStatus.COMPLETED))

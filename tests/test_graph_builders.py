@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from helpers import make_cfg
+
 from lgcexp.cache import Cache, stable_hash
 from lgcexp.config import plan
 from lgcexp.errors import UserError
@@ -393,6 +393,7 @@ def test_precomputed_bad_values_one_line(overrides, msg):
 def test_knn_approx_recall_on_isolet_in_result_json(tmp_path, data_dir, index):
     """The default approximate index reaches recall@k >= 0.95 on ISOLET, measured and recorded."""
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     r = run(make_cfg("dataset=isolet", "graph=knn_approx", f"graph.index={index}", f"paths.data_dir={data_dir}",
@@ -405,6 +406,7 @@ def test_knn_approx_recall_on_isolet_in_result_json(tmp_path, data_dir, index):
 @pytest.mark.mnist
 def test_knn_approx_recall_on_mnist(tmp_path, data_dir):
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     r = run(make_cfg("dataset=mnist", "graph=knn_approx", f"paths.data_dir={data_dir}", tmp=tmp_path))

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import random_graph, two_clusters
 from helpers import CONF, make_cfg
+
 from lgcexp import label_issues as li
 from lgcexp.errors import UserError
 from lgcexp.find_issues import find_label_issues

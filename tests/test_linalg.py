@@ -2,9 +2,8 @@
 against dense linear algebra."""
 import numpy as np
 import pytest
-import scipy.sparse as sp
-
 from conftest import random_graph
+
 from lgcexp.linalg import ArgmaxCertificate, block_cg, rcm_reordered, shifted_operator, shifted_solve
 
 

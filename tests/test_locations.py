@@ -3,11 +3,11 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import make_cfg
 from omegaconf import OmegaConf
 
 from lgcexp import locations
 from lgcexp.data import resolve_data_dir
-from helpers import make_cfg
 
 
 def _paths():

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from helpers import make_cfg
+
 from lgcexp.config import plan
 from lgcexp.errors import UserError
 from lgcexp.noise import NOISE_MODELS, NoiseModel, make_noise, noisy_count

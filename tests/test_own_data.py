@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from helpers import CONF, make_cfg
+
 from lgcexp.data import DATA_SOURCES, load_dataset
 from lgcexp.errors import UserError
 from lgcexp.params import constructor_defaults

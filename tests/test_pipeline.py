@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import make_cfg
+
 from lgcexp.errors import UserError
 from lgcexp.pipeline import run
 

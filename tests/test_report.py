@@ -10,8 +10,15 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from lgcexp.report import (LABEL_ISSUES_FILE, METHOD_COLORS, figure2_facts, plotted_values, read_label_issues, roc_pr,
-                           write_report)
+from lgcexp.report import (
+    LABEL_ISSUES_FILE,
+    METHOD_COLORS,
+    figure2_facts,
+    plotted_values,
+    read_label_issues,
+    roc_pr,
+    write_report,
+)
 from lgcexp.tables import load_reported, write_tables
 from lgcexp.tables_cli import main as tables_main
 

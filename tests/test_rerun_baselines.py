@@ -5,13 +5,19 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from lgcexp.algorithms.eigenfunction import (Eigenfunction, EigenfunctionBuilder, EigenfunctionGraph,
-                                             eigenfunctions_1d)
+from lgcexp.algorithms.eigenfunction import Eigenfunction, EigenfunctionBuilder, EigenfunctionGraph, eigenfunctions_1d
 from lgcexp.algorithms.lgc import LGC
-from lgcexp.graph.anchor import (AnchorGraph, AnchorGraphBuilder, anchor_matrix, kernel_weights, lae_weights,
-                           nearest_anchors, project_simplex)
 from lgcexp.errors import UserError
 from lgcexp.evaluate import mark_unreached
+from lgcexp.graph.anchor import (
+    AnchorGraph,
+    AnchorGraphBuilder,
+    anchor_matrix,
+    kernel_weights,
+    lae_weights,
+    nearest_anchors,
+    project_simplex,
+)
 from lgcexp.tables import run_method_name
 
 

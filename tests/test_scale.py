@@ -1,7 +1,6 @@
 """Large-data paths: the approximate kNN graph in a PCA projection (with exact re-ranking), its recall in both
 spaces, the block-wise exact search of the recall check, the device choice (GPU when faiss sees one, never
 with device=cpu), and the InfiMNIST-style generator."""
-import json
 import sys
 from pathlib import Path
 

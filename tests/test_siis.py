@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import random_graph, two_clusters
 from scipy.optimize import minimize
 
-from conftest import random_graph, two_clusters
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.base import one_hot
 from lgcexp.algorithms.siis import SIIS, SIISProblem, group_shrink, incidence_matrix
@@ -320,6 +320,7 @@ def test_m_checked_against_the_data(toy):
 
 def test_config_tables():
     from helpers import make_cfg
+
     from lgcexp.config import to_container
 
     def params(*ov):
@@ -340,8 +341,8 @@ def test_config_tables():
 
 def test_pipeline_run_on_digits(tmp_path):
     import pandas as pd
-
     from helpers import make_cfg
+
     from lgcexp.pipeline import run
 
     r = run(make_cfg("algo=siis", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "run")

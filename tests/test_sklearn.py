@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from helpers import make_cfg
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from helpers import make_cfg
 from lgcexp.algorithms import ALGORITHMS, algorithm_class
 from lgcexp.algorithms.base import GraphSSLAlgorithm, label_matrix
 from lgcexp.algorithms.lgc import LGC
@@ -23,9 +23,21 @@ from lgcexp.graph import GRAPH_BUILDERS, KnnGraph
 from lgcexp.graph.precomputed import PrecomputedGraph
 from lgcexp.params import constructor_defaults
 from lgcexp.pipeline import run
-from lgcexp.sklearn import (ESTIMATORS, AutoClassifier, AutoDClassifier, AutoLClassifier, EigenfunctionClassifier,
-                            GFHFClassifier, GraphSSLClassifier, GTFClassifier, LGCClassifier, LSSCClassifier,
-                            estimator_for, expected_failed_checks, quick_estimators)
+from lgcexp.sklearn import (
+    ESTIMATORS,
+    AutoClassifier,
+    AutoDClassifier,
+    AutoLClassifier,
+    EigenfunctionClassifier,
+    GFHFClassifier,
+    GraphSSLClassifier,
+    GTFClassifier,
+    LGCClassifier,
+    LSSCClassifier,
+    estimator_for,
+    expected_failed_checks,
+    quick_estimators,
+)
 
 # The estimator checks fit data sets of 10 to 300 points: every registered algorithm (from the registry, no
 # list here) with its own and its graph builder's ``quick_params`` (fewer eigenpairs, Adam or ADMM steps than

@@ -3,10 +3,10 @@ import json
 
 import numpy as np
 import pytest
+from conftest import random_graph
 from threadpoolctl import threadpool_limits
 
 import lgcexp.spectral as spectral
-from conftest import random_graph
 from lgcexp.cache import Cache
 from lgcexp.errors import UserError
 from lgcexp.spectral import Eigenpairs, laplacian_eigenpairs, solve_eigenpairs

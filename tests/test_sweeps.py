@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lgcexp.tables import aggregate, collect, compare, load_reported, main as tables_main, method_name
+from lgcexp.tables import aggregate, collect, compare, load_reported, method_name
+from lgcexp.tables import main as tables_main
 
 
 def sweep(tmp: Path, *args: str):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from lgcexp.cache import stable_hash
-from lgcexp.tables import (CELL_KEYS, aggregate, collect, flat_config, label_methods, main as tables_main,
-                           run_setting, setting_labels)
+from lgcexp.tables import CELL_KEYS, aggregate, collect, flat_config, label_methods, run_setting, setting_labels
+from lgcexp.tables import main as tables_main
 
 ROOT = Path(__file__).resolve().parents[1]
 

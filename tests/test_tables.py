@@ -6,8 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lgcexp.tables import (REPORTED_RESOURCE, aggregate, compare, load_reported,
-                           render_latex, render_markdown, star_legend, write_tables)
+from lgcexp.tables import (
+    REPORTED_RESOURCE,
+    aggregate,
+    compare,
+    load_reported,
+    render_latex,
+    render_markdown,
+    star_legend,
+    write_tables,
+)
 from lgcexp.tables_cli import main as tables_main
 
 

@@ -51,9 +51,8 @@ the observed labels). ``result.json`` records ``alpha``, ``x``, ``n_dropped`` an
 from __future__ import annotations
 
 import logging
-import time
 import warnings
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -61,9 +60,9 @@ from ..graph import Graph
 from ..params import Array, Boolean, Interval, Options, positive
 from .autod import alpha_of_x
 from .autol import DTYPES, LOSSES, NORMALIZE, LooModel, loo_matrix, optimize_weights
-from .propagation import cached_submatrices
 from .base import GraphSSLAlgorithm, one_hot
 from .lgc import graph_degree, lgc_propagate
+from .propagation import cached_submatrices
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..linalg import block_cg, admm_control
+from ..linalg import admm_control, block_cg
 from ..params import Boolean, Interval, Options, positive
 from .base import GraphSSLAlgorithm, label_matrix
 

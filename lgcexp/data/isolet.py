@@ -23,11 +23,11 @@ import numpy as np
 from lgcexp import memo
 from lgcexp.errors import UserError
 
-from . import lzw
-from .source import DataSource
-from .dataset import Dataset, make_dataset
 from ..cache import atomic_save_npz
+from . import lzw
+from .dataset import Dataset, make_dataset
 from .download import base_urls, fetch, one_line
+from .source import DataSource
 
 FILENAME = "isolet.npz"
 URL_ENV = "LGCEXP_ISOLET_URL"

@@ -16,10 +16,10 @@ import numpy as np
 from lgcexp import memo
 from lgcexp.errors import UserError
 
-from .source import DataSource
-from .dataset import Dataset, make_dataset
 from ..cache import atomic_save_npz
+from .dataset import Dataset, make_dataset
 from .download import base_urls, fetch, one_line
+from .source import DataSource
 
 FILENAME = "mnist.npz"
 URL_ENV = "LGCEXP_MNIST_URL"

@@ -23,10 +23,31 @@ import logging
 
 from ..registry import Registry
 from .base import Graph, GraphBuilder, check_graph_arrays, check_no_isolated_points, fingerprint, unreached_mask
-from .kernels import (KERNELS, LOCAL_SCALE, SIGMA_NEIGHBOR, binary_weights, gaussian_weights, local_scales,
-                      self_tuning_weights, sigma_mean_heuristic)
-from .knn import (SYMMETRIZE, KnnGraph, as_float32, build_affinity, build_graph, exact_search, flat_index, graph_key,
-                  import_faiss, knn_distance_matrix, knn_query, knn_search, openblas_coretype)
+from .kernels import (
+                      KERNELS,
+                      LOCAL_SCALE,
+                      SIGMA_NEIGHBOR,
+                      binary_weights,
+                      gaussian_weights,
+                      local_scales,
+                      self_tuning_weights,
+                      sigma_mean_heuristic,
+)
+from .knn import (
+                      SYMMETRIZE,
+                      KnnGraph,
+                      as_float32,
+                      build_affinity,
+                      build_graph,
+                      exact_search,
+                      flat_index,
+                      graph_key,
+                      import_faiss,
+                      knn_distance_matrix,
+                      knn_query,
+                      knn_search,
+                      openblas_coretype,
+)
 
 _faiss = import_faiss  # the name the estimators use
 

@@ -22,10 +22,27 @@ from ..cache import Cache, stable_hash
 from ..errors import UserError
 from ..params import Interval, Options, positive
 from .base import Graph, GraphBuilder, check_graph_arrays, check_no_isolated_points, fingerprint
-from .kernels import (KERNELS, LOCAL_SCALE, SIGMA_NEIGHBOR, binary_weights, gaussian_weights, local_scales,
-                      self_tuning_weights, sigma_mean_heuristic)
-from .search import (as_float32, drop_self, faiss_exact_search, flat_index, gpu_search,  # noqa: F401
-                     import_faiss, knn_query, on_device, openblas_coretype)
+from .kernels import (
+    KERNELS,
+    LOCAL_SCALE,
+    SIGMA_NEIGHBOR,
+    binary_weights,
+    gaussian_weights,
+    local_scales,
+    self_tuning_weights,
+    sigma_mean_heuristic,
+)
+from .search import (  # noqa: F401
+    as_float32,
+    drop_self,
+    faiss_exact_search,
+    flat_index,
+    gpu_search,
+    import_faiss,
+    knn_query,
+    on_device,
+    openblas_coretype,
+)
 
 log = logging.getLogger(__name__)
 
