@@ -13,7 +13,8 @@ install:            ## install lgcexp (CPU TensorFlow + faiss) with the dev tool
 install-gpu:        ## same with the CUDA builds of TensorFlow and faiss
 	$(PYTHON) -m pip install -e '.[gpu,dev]'
 
-test:               ## unit + end-to-end tests (full-MNIST tests are marked and left out)
+test:               ## lint (ruff, pyproject's [tool.ruff]) then unit + end-to-end tests (full-MNIST tests are marked and left out)
+	$(PYTHON) -m ruff check .
 	$(PYTHON) -m pytest -q
 
 test-all:           ## also the full-MNIST tests

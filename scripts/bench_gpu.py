@@ -23,7 +23,7 @@ Each section is timed on both devices in the same process, in this order, while 
 3. ``cg_iter``: one conjugate-gradient iteration with 10 right-hand sides (float64 and float32): 20
    iterations of :func:`lgcexp.linalg.block_cg` divided by 20, and the bare sparse product S @ V.
 4. ``pll``: P_LL for ``--pll-labels`` (1000) labels, float32, tol 1e-6 (AutoL's), by
-   :func:`lgcexp.algorithms.autol.propagation_submatrix`: all columns on the GPU; on the CPU the first
+   :func:`lgcexp.algorithms.propagation.propagation_submatrix`: all columns on the GPU; on the CPU the first
    ``--pll-cpu-cols`` (256) columns, scaled to all; the common columns compared.
 5. ``eig``: the 20 largest eigenpairs of S (the smallest of L = I - S): cupyx.scipy.sparse.linalg.eigsh
    against scipy.sparse.linalg.eigsh (tol 1e-8), eigenvalues and residuals compared.
@@ -261,7 +261,7 @@ def sec_cg_iter(ctx, r):
 
 
 def sec_pll(ctx, r):
-    from lgcexp.algorithms.autol import propagation_submatrix
+    from lgcexp.algorithms.propagation import propagation_submatrix
 
     g = ctx["graph"]
     split, _ = _labels(ctx, ctx["pll_labels"])
@@ -291,7 +291,7 @@ def sec_pll(ctx, r):
 
 def _pll_columns(S, lab, c, tol, dtype):
     """Columns 0..c-1 of P_LL (rows at all of ``lab``), by the same code path as propagation_submatrix."""
-    from lgcexp.algorithms.autol import _prepare_columns
+    from lgcexp.algorithms.propagation import _prepare_columns
     from lgcexp.linalg import block_cg, shifted_operator
 
     dt = np.dtype(dtype)

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from conftest import random_graph
 
 from lgcexp import devices, linalg
-from lgcexp.algorithms import autol
+from lgcexp.algorithms import propagation
 
 
 class _FakeStream:
@@ -27,7 +27,7 @@ def _fake_cupy():
 @pytest.fixture
 def xp(monkeypatch):
     fake = _fake_cupy()
-    for mod in (linalg, autol):
+    for mod in (linalg, propagation):
         monkeypatch.setattr(mod, "sparse_module", lambda m: sp)
     monkeypatch.setattr(devices, "sparse_module", lambda m: sp)
     return fake
@@ -48,15 +48,15 @@ def test_shifted_solve_with_another_array_module_equals_numpy(xp):
 def test_pll_blocks_with_another_array_module_equal_numpy(xp, dtype):
     g, _ = random_graph(150, 5, seed=1)
     lab = np.arange(0, 150, 7)
-    ref, _ = autol.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, block=8, xp=np)
-    out, st = autol.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, block=8, xp=xp)
+    ref, _ = propagation.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, block=8, xp=np)
+    out, st = propagation.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, block=8, xp=xp)
     assert np.array_equal(out, ref)
-    wide, st = autol.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, xp=xp)   # the GPU's wide blocks
+    wide, st = propagation.propagation_submatrix(g.S, lab, 0.9, dtype=dtype, xp=xp)   # the GPU's wide blocks
     assert st["block"] == lab.size
     np.testing.assert_allclose(wide, ref, atol=1e-5 if dtype == "float32" else 1e-9)
-    refs, _ = autol.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=np)
-    outs, _ = autol.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=xp)
-    diag, _ = autol.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=xp, diagonal_only=True)
+    refs, _ = propagation.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=np)
+    outs, _ = propagation.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=xp)
+    diag, _ = propagation.propagation_submatrices(g.S, lab, [0.5, 0.9], dtype=dtype, block=8, xp=xp, diagonal_only=True)
     for a, b, d in zip(refs, outs, diag):
         assert np.array_equal(a, b) and np.array_equal(d, np.diag(a))
 
