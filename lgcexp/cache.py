@@ -203,7 +203,8 @@ class Cache:
         meta = json.dumps({"kind": kind, "key": key, "format": ENTRY_FORMAT}, sort_keys=True)
         data = {k: np.asarray(v) for k, v in arrays.items()}
         try:
-            atomic_save_npz(path, {**data, META_KEY: np.array(meta), CHECKSUM_KEY: np.array(content_checksum(data, meta))})
+            atomic_save_npz(path, {**data, META_KEY: np.array(meta),
+                                   CHECKSUM_KEY: np.array(content_checksum(data, meta))})
         except OSError as exc:
             self._unwritable(exc)
             return False
@@ -216,7 +217,8 @@ class Cache:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
 
-    def read_verified(self, path: Path, kind: str, key: str, validate: Validator | None = None) -> dict[str, np.ndarray]:
+    def read_verified(self, path: Path, kind: str, key: str,
+                      validate: Validator | None = None) -> dict[str, np.ndarray]:
         """The data arrays of an entry, or :class:`BadCacheEntry` saying why they cannot be used."""
         try:
             raw = self.read(path)

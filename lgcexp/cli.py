@@ -137,7 +137,8 @@ def _composition_error(exc: Exception, overrides: list[str], parsed: list) -> Us
         if m:
             choices = _group_options(group)
             return UserError(f"{group}={m.group(1)} is not allowed: choose one of {', '.join(choices)}")
-        if f"Could not override '{key}'" in text or f"Could not append to config. An item is already at '{key}'" in text:
+        if (f"Could not override '{key}'" in text
+                or f"Could not append to config. An item is already at '{key}'" in text):
             others = [x for x in overrides if x != o.input_line]
             parent, _, leaf = key.rpartition(".")
             allowed = ""

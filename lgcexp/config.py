@@ -143,7 +143,8 @@ def plan(cfg: Any) -> RunPlan:
     c = to_container(cfg)
     for k in c:
         if k not in TOP_KEYS:
-            raise UserError(f"{k} is not an option; top-level options: {', '.join(k for k in TOP_KEYS if k != 'hydra')}")
+            raise UserError(f"{k} is not an option; top-level options: "
+                            f"{', '.join(k for k in TOP_KEYS if k != 'hydra')}")
     for name in SECTIONS:
         _section(c, name)
     check_params({k: c.get(k) for k in TOP_PARAMETERS if k in c}, TOP_PARAMETERS)

@@ -403,7 +403,8 @@ def format_summary(r: dict[str, Any]) -> str:
     secs = r["stage_seconds"]
     stage_txt = "  ".join(f"{s} {v:.2f}" for s, v in secs.items())
     lines = [
-        f"lgcexp: diagnosis of dataset={r['dataset']} with algo={r['algo']}" + (f" loss={r['loss']}" if r.get("loss") else "")
+        f"lgcexp: diagnosis of dataset={r['dataset']} with algo={r['algo']}"
+        + (f" loss={r['loss']}" if r.get("loss") else "")
         + " (the file's own labels, as given: nothing sampled, no noise added)",
         f"  n={r['n']}  classes={r['n_classes']}  given labels={r['n_labeled']}  unlabelled={r['n_unlabeled']}",
         f"  the method disagrees with {r['n_disagree']} of the {r['n_labeled']} given labels",
@@ -418,8 +419,10 @@ def format_summary(r: dict[str, Any]) -> str:
         lines.append(f"  data issues: {a['n_outliers']} outliers, {a['n_near_duplicates']} near-duplicates in "
                      f"{a['n_near_duplicate_sets']} sets ({a['n_exact_duplicates']} exact copies) (data_issues.csv)")
     if "acc_unlabeled" in r:
-        scored = f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)" if "n_scored_unlabeled" in r else ""
-        lines.append(f"  accuracy against the file's clean labels{scored}: unlabelled {100 * r['acc_unlabeled']:.2f}%   "
+        scored = (f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)"
+                  if "n_scored_unlabeled" in r else "")
+        lines.append(f"  accuracy against the file's clean labels{scored}: "
+                     f"unlabelled {100 * r['acc_unlabeled']:.2f}%   "
                      f"labelled {100 * r['acc_labeled']:.2f}%   given labels wrong: {r['n_flipped']}")
     else:
         lines.append("  no clean labels: no accuracy against truth (see predictions.csv)")

@@ -58,7 +58,8 @@ def _as_graph(graph: Any, n: int) -> Any:
 
 def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph: Any = None,
                       method: str | None = None, params: Mapping[str, Any] | None = None, cut: str = "consensus",
-                      features: bool = True, min_agreement: float = 0.8, k: int = 10, sigma: float | str = "mean", unlabeled_value: Any = -1,
+                      features: bool = True, min_agreement: float = 0.8, k: int = 10, sigma: float | str = "mean",
+                      unlabeled_value: Any = -1,
                       clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
     """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
 
@@ -69,7 +70,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see :mod:`lgcexp.algorithms`)
     with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on ``X``); None (default):
     ``autoL`` up to :data:`lgcexp.loo.DENSE_MAX_LABELS` labels, ``lgc`` above (its leave-one-out needs no
-    l x l matrix, :mod:`lgcexp.loo`). A dense method that cannot fit in memory is refused before any work. ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
+    l x l matrix, :mod:`lgcexp.loo`). A dense method that cannot fit in memory is refused before any work.
+    ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
     trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
     ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
 
@@ -140,7 +142,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         graph = _as_graph(graph, n)
         algorithm = make_algorithm(method, dict(params or {}))
         if algorithm.required_eigenpairs() >= n:
-            raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs but there are only {n} points")
+            raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs "
+                            f"but there are only {n} points")
         algorithm.fit(graph, labeled, y, c, cache=cache)
         judgement = algorithm.label_judgement()
         if judgement is None:

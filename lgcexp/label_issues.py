@@ -40,8 +40,9 @@ from .params import Boolean, Configurable, Interval, Options
 
 __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
-    "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "oof_logistic_probs", "combine_views", "confident_thresholds",
-    "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide", "knn_oof_probs", "detection_metrics", "issues_frame",
+    "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "oof_logistic_probs", "combine_views",
+    "confident_thresholds", "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide",
+    "knn_oof_probs", "detection_metrics", "issues_frame",
     "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame",
 ]
 

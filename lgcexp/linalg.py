@@ -464,7 +464,8 @@ def _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg
         direction_update(P, R, beta, bounds)
         it += 1
         worst = _top(np.sqrt(rz) / bnorm)
-        if certify is not None and tol < worst <= certify_below and certify(X, R, float(rmax.max()) if weight.size else None):
+        if (certify is not None and tol < worst <= certify_below
+                and certify(X, R, float(rmax.max()) if weight.size else None)):
             shifted_product_dot(indptr, indices, data, X, neg_alpha, AP, bounds, dots)
             R_true = B - AP
             if certify(X, R_true):

@@ -28,7 +28,8 @@ from .errors import UserError
 
 __all__ = [
     "Interval", "Options", "Boolean", "String", "NoneValue", "Array", "Mapping_", "Constraint",
-    "positive", "unit_open", "check_value", "check_params", "describe", "fmt_value", "constructor_defaults", "Configurable",
+    "positive", "unit_open", "check_value", "check_params", "describe", "fmt_value", "constructor_defaults",
+    "Configurable",
     "sklearn_constraints",
 ]
 

@@ -51,7 +51,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     # graph -> eig -> optimize -> judge: the stages the scikit-learn estimators run too (lgcexp.stages); the
     # graph is keyed by the features' key (raw: the data's fingerprint, as before)
     fitted = fit_on_graph(p.graph, p.algorithm, X, split.labeled, split.y_observed, data.n_classes,
-                          cache=cache, data_fingerprint=feats.key or data.fingerprint(), n_eigenpairs=p.n_eigenpairs or 0,
+                          cache=cache, data_fingerprint=feats.key or data.fingerprint(),
+                          n_eigenpairs=p.n_eigenpairs or 0,
                           eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X,
                           class_priors=p.config.get("class_priors"))
     graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,

@@ -23,7 +23,9 @@ from .errors import UserError
 from .params import Array, Interval, NoneValue, Options, fmt_value
 
 #: constraints of the top-level ``class_priors`` option
-CLASS_PRIORS_PARAMETERS = {"class_priors": [NoneValue(), Options(("uniform", "labels")), Array(Interval("real", 0, None), "a list of non-negative numbers (one per class)", min_length=1)]}
+CLASS_PRIORS_PARAMETERS = {"class_priors": [
+    NoneValue(), Options(("uniform", "labels")),
+    Array(Interval("real", 0, None), "a list of non-negative numbers (one per class)", min_length=1)]}
 
 
 def check_priors(spec: Any, n_classes: int) -> None:
@@ -45,7 +47,8 @@ def prior_vector(spec: Any, y_labeled: np.ndarray, n_classes: int) -> np.ndarray
         if spec == "labels":
             b = np.bincount(np.asarray(y_labeled, dtype=np.int64), minlength=n_classes).astype(float)
             return b / b.sum()
-        raise UserError(f"class_priors={spec} is not allowed: choose null, uniform, labels or a list of {n_classes} numbers")
+        raise UserError(f"class_priors={spec} is not allowed: choose null, uniform, labels or a list of "
+                        f"{n_classes} numbers")
     check_priors(spec, n_classes)
     b = np.asarray(spec, dtype=float).ravel()
     return b / b.sum()

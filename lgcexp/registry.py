@@ -5,7 +5,8 @@ the methods that need it).
 Built-ins are registered in their stage's table (one route). A config group's yaml may also name its class
 directly with ``_target_: package.module.Class``: that is how a plug-in (a noise model, graph builder, data
 source or algorithm living outside lgcexp) is added with one module and one yaml, without touching lgcexp.
-The built-in yamls of anchor, eigenfunction (graph and algorithm) and lssc keep a ``_target_``: it is part of their recorded runs'
+The built-in yamls of anchor, eigenfunction (graph and algorithm) and lssc keep a ``_target_``: it is part of
+their recorded runs'
 config hashes; it names the same class as the table (tests/test_config.py checks it).
 """
 from __future__ import annotations

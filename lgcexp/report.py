@@ -166,7 +166,8 @@ def seed_values(runs: pd.DataFrame, dataset: str, model: str) -> pd.DataFrame:
     for metric, _ in METRICS:
         for x in r.itertuples():
             rows.append({"metric": metric, "method": x.method, "noise": int(round(100 * float(x.noise_rate))),
-                         "seed": int(x.seed) if "seed" in r else None, "value": 100 * float(getattr(x, f"acc_{metric}"))})
+                         "seed": int(x.seed) if "seed" in r else None,
+                         "value": 100 * float(getattr(x, f"acc_{metric}"))})
     return pd.DataFrame(rows, columns=["metric", "method", "noise", "seed", "value"])
 
 
@@ -453,7 +454,8 @@ def figure2(curves: pd.DataFrame, path: Path) -> dict[str, Any]:
     axes[0].set_ylabel("loss / accuracy (fraction)")
     handles = [Line2D([], [], color=c, ls=ls, lw=1.8, label=lab) for k, (lab, c, ls) in CURVE_STYLE.items()
                if k in curves or f"{k}_rd" in curves]
-    marks = [Line2D([], [], ls="none", marker="o", color="0.3", ms=6, label="minimum of a loss, maximum of an accuracy"),
+    marks = [Line2D([], [], ls="none", marker="o", color="0.3", ms=6,
+                    label="minimum of a loss, maximum of an accuracy"),
              Line2D([], [], color="0.3", ls=(0, (4, 3)), lw=1.1,
                     label="x of the highest labelled accuracy (ties: lowest cross-entropy), AutoD's select=acc")]
     fig.suptitle(f"Figure 2: LGC_LVO_AutoD on MNIST without noise; with the diagonal removed it picks "
@@ -513,7 +515,8 @@ def accuracy_sentences(vals: pd.DataFrame, cmps: dict[str, pd.DataFrame]) -> str
         lo, hi = noises[0], noises[-1]
         at_hi = o[o["noise"] == hi].sort_values("mean", ascending=False)
         best, worst = at_hi.iloc[0], at_hi.iloc[-1]
-        clause = f"on {what.split(' (')[0]} {short_name(best.method)} leads with {best['mean']:.2f} ± {best['sd']:.2f} %"
+        clause = (f"on {what.split(' (')[0]} {short_name(best.method)} leads with "
+                  f"{best['mean']:.2f} ± {best['sd']:.2f} %")
         base = o[(o["method"] == best.method) & (o["noise"] == lo)]
         if lo != hi and len(base):
             clause += f" ({float(base['mean'].iloc[0]) - best['mean']:.1f} points below its {lo} % value)"
@@ -649,7 +652,8 @@ def write_report(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
             seeds_figure(seeds, paper, f"{label}: every seed's accuracy ({noise_word})", colors, out_dir / name)
             written.append(out_dir / name)
         lines += [f"## {label}: spread over seeds", "", f"![{label}: accuracy of every seed]({name})", "",
-                  f"Summarises {_table_links(ds, model, specs)} (the spread behind their ± sd). " + seeds_sentences(seeds, paper), ""]
+                  f"Summarises {_table_links(ds, model, specs)} (the spread behind their ± sd). "
+                  + seeds_sentences(seeds, paper), ""]
         det = detection_data(runs, root, ds, model, unread)
         if det:
             name = f"fig_detection_{stem}.png"
@@ -706,6 +710,7 @@ def detection_table(det: dict[tuple[str, int], dict]) -> pd.DataFrame:
         aucs = [a for a, _ in d["per_seed"] if a is not None]
         aps = [p for _, p in d["per_seed"] if p is not None]
         rows.append({"method": m, "noise": noise, "n_runs": d["files"], "auc_pooled": c["auc"], "ap_pooled": c["ap"],
-                     "auc_mean": float(np.mean(aucs)) if aucs else None, "auc_sd": float(np.std(aucs)) if aucs else None,
+                     "auc_mean": float(np.mean(aucs)) if aucs else None,
+                     "auc_sd": float(np.std(aucs)) if aucs else None,
                      "ap_mean": float(np.mean(aps)) if aps else None, "ap_sd": float(np.std(aps)) if aps else None})
     return pd.DataFrame(rows)

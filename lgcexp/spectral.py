@@ -246,7 +246,8 @@ def _kpm_count_above(S, cuts: np.ndarray, degree: int = 200, n_vectors: int = 16
         moments[k] = np.einsum("ij,ij->", V, T1) / n_vectors
     k = np.arange(degree + 1)
     M = degree + 1
-    jackson = ((M - k + 1) * np.cos(np.pi * k / (M + 1)) + np.sin(np.pi * k / (M + 1)) / np.tan(np.pi / (M + 1))) / (M + 1)
+    jackson = ((M - k + 1) * np.cos(np.pi * k / (M + 1))
+               + np.sin(np.pi * k / (M + 1)) / np.tan(np.pi / (M + 1))) / (M + 1)
     out = np.empty(len(cuts))
     for i, c in enumerate(cuts):
         # step function 1[mu >= c] on [-1, 1]: Chebyshev coefficients
@@ -366,8 +367,8 @@ def _solve_dense(S, p, tol, counter):
     return lam, U, {}
 
 
-_SOLVER_FUNCS = {"lanczos": _solve_lanczos, "chebyshev": _solve_chebyshev, "shift-invert": _solve_shift_invert, "lobpcg": _solve_lobpcg,
-                 "dense": _solve_dense}
+_SOLVER_FUNCS = {"lanczos": _solve_lanczos, "chebyshev": _solve_chebyshev, "shift-invert": _solve_shift_invert,
+                 "lobpcg": _solve_lobpcg, "dense": _solve_dense}
 
 
 def solve_eigenpairs(graph, p: int, *, solver: str = DEFAULT_SOLVER, tol: float = DEFAULT_TOL,

@@ -66,9 +66,11 @@ REPORTED_ALIASES = {("MNIST", "LSSC"): "LSSC*"}
 #: the paper's tables: (file stem, dataset, metric, caption)
 PAPER_TABLES = [
     ("table1a_isolet_unlabeled", "ISOLET", "unlabeled", "ISOLET (1040/7797 labels): accuracy on unlabelled examples"),
-    ("table1b_isolet_labeled", "ISOLET", "labeled", "ISOLET (1040/7797 labels): accuracy on labelled examples after label correction"),
+    ("table1b_isolet_labeled", "ISOLET", "labeled",
+     "ISOLET (1040/7797 labels): accuracy on labelled examples after label correction"),
     ("table2a_mnist_unlabeled", "MNIST", "unlabeled", "MNIST (100/70000 labels): accuracy on unlabelled examples"),
-    ("table2b_mnist_labeled", "MNIST", "labeled", "MNIST (100/70000 labels): accuracy on labelled examples after label correction"),
+    ("table2b_mnist_labeled", "MNIST", "labeled",
+     "MNIST (100/70000 labels): accuracy on labelled examples after label correction"),
 ]
 
 #: the data sets of the paper's tables (every other data set gets tables of ours only)
@@ -500,7 +502,8 @@ def write_tables(runs: pd.DataFrame, reported: pd.DataFrame, out_dir: Path, prov
             others = reported.iloc[0:0]
             csv = cmp[OURS_COLUMNS]
         md = render_markdown(cmp, others, caption, metric)
-        for suffix, text in ((".md", md), (".csv", csv.round(4).to_csv(index=False)), (".tex", render_latex(cmp, caption))):
+        for suffix, text in ((".md", md), (".csv", csv.round(4).to_csv(index=False)),
+                             (".tex", render_latex(cmp, caption))):
             path = out_dir / f"{spec['stem']}{suffix}"
             atomic_write_text(path, text)
             written.append(path)
@@ -606,7 +609,8 @@ def main(argv: list[str] | None = None, *, report_writer: Any = None) -> int:
     provenance = provenance_line(a.command)
     written = write_tables(runs, reported, Path(a.out), provenance)
     written += _report(a, runs, reported, provenance, root)
-    print(f"lgcexp-tables: {len(runs)} runs, {len(fails)} failed; wrote {a.runs_csv} and {len(written)} files in {a.out}")
+    print(f"lgcexp-tables: {len(runs)} runs, {len(fails)} failed; "
+          f"wrote {a.runs_csv} and {len(written)} files in {a.out}")
     for _, f in fails.iterrows():
         print(f"  FAILED {f.run_dir}: {f.error}")
     return 0

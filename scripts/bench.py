@@ -92,7 +92,8 @@ def bench_graph(quick: bool) -> dict:
         "ours_graph_plus_lgc_s": t_graph + t_cg,
         "sklearn_labelspreading_knn_s": t_sk, "sklearn_acc_unlabeled": acc_sk,
         "speedup_ours_vs_sklearn": t_sk / (t_graph + t_cg),
-        "note": "sklearn LabelSpreading(kernel='knn', alpha=0.9, max_iter=30 default) builds its own unweighted kNN graph",
+        "note": "sklearn LabelSpreading(kernel='knn', alpha=0.9, max_iter=30 default) "
+                "builds its own unweighted kNN graph",
     }
 
 

@@ -5,7 +5,8 @@
    default float32 / tol 1e-6) against the authors' 1000-step power method, both measured here, with the
    error of each against a tight float64 CG reference (tol 1e-10).
 2. The optimisation on ISOLET (seed 0, 60 % noise, xent, 5000 Adam steps): the O(l^2) class-padded form
-   (with XLA = AutoL's default, and the graph-mode loop) against the straightforward dense forms in the same run: ``A @ (omega * B)``
+   (with XLA = AutoL's default, and the graph-mode loop) against the straightforward dense forms in the same run:
+   ``A @ (omega * B)``
    (O(l^2 c), run for the full 5000 steps) and the literal ``A @ diag(omega) @ B`` (O(l^3), timed on a few
    hundred steps and extrapolated linearly to 5000). The final weights of the forms are compared.
 3. One full ``AutoL.fit`` on ISOLET (P_LL + optimisation + LGC).
@@ -101,7 +102,8 @@ def bench_optimisation(graph, split, n_classes: int, quick: bool, repeat: int) -
 
     # interleaved repeats (the machine may be shared): the best run of each form is reported
     steps_dense = 500 if quick else STEPS
-    forms = [("fast", "fast", STEPS, False), ("fast_xla", "fast", STEPS, True), ("dense_l2c", "dense", steps_dense, False)]
+    forms = [("fast", "fast", STEPS, False), ("fast_xla", "fast", STEPS, True),
+             ("dense_l2c", "dense", steps_dense, False)]
     runs: dict = {tag: [] for tag, *_ in forms}
     for _ in range(repeat):
         for tag, form, steps, xla in forms:

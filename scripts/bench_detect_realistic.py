@@ -84,7 +84,8 @@ def main() -> None:
                     "and graph*lr (0: the standardised features as they are)")
     ap.add_argument("--merge", nargs="*", default=[], help="earlier CSVs whose rows join the table")
     a = ap.parse_args()
-    want = (lambda name: a.detectors is None or name in a.detectors)
+    def want(name):
+        return a.detectors is None or name in a.detectors
 
     import cleanlab
     from cleanlab.filter import find_label_issues as cl_find

@@ -45,7 +45,8 @@ def one_run(dataset: str, feature: str, seed: int, rate: float, extra: list[str]
             "acc_unlabeled": r["acc_unlabeled"], "detect_f1": r.get("detect_f1"), "detect_auc": r.get("detect_auc"),
             "dim": f.get("dim", None), "features_s": r["stage_seconds"]["features"],
             "features_cache_hit": f.get("cache_hit"), "graph_s": r["stage_seconds"]["graph"],
-            "graph_cache_hit": r["graph"]["cache_hit"], "sigma": r["graph"]["sigma"], "wall_s": time.perf_counter() - t0,
+            "graph_cache_hit": r["graph"]["cache_hit"], "sigma": r["graph"]["sigma"],
+            "wall_s": time.perf_counter() - t0,
             "features_info": {k: v for k, v in f.items() if k not in ("key",)}}
 
 
@@ -77,7 +78,8 @@ def summarise(rows: list[dict]) -> list[dict]:
 def markdown(summary: list[dict], meta: dict) -> str:
     lines = [f"LGC, sampled labels, uniform noise {meta['rate']}, {meta['seeds']} seeds; differences paired by seed "
              "against raw in the same run (mean +- sd over seeds).", "",
-             "| data | features | dim | unlabelled acc | diff vs raw | error ratio | detect F1 | diff | ROC AUC | diff | features s (first) |",
+             "| data | features | dim | unlabelled acc | diff vs raw | error ratio | detect F1 | diff | ROC AUC | diff "
+             "| features s (first) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(v, fmt="{:.4f}"):
@@ -85,7 +87,8 @@ def markdown(summary: list[dict], meta: dict) -> str:
 
     for s in summary:
         lines.append(
-            f"| {s['dataset']} | {s['features']} | {s['dim'] or 'raw'} | {f(s['acc_unlabeled'])} +- {f(s['acc_unlabeled_sd'])} "
+            f"| {s['dataset']} | {s['features']} | {s['dim'] or 'raw'} "
+            f"| {f(s['acc_unlabeled'])} +- {f(s['acc_unlabeled_sd'])} "
             f"| {f(s['acc_unlabeled_diff'], '{:+.4f}')} | {f(s['error_ratio'], '{:.3f}')} | {f(s['detect_f1'])} "
             f"| {f(s['detect_f1_diff'], '{:+.4f}')} | {f(s['detect_auc'])} | {f(s['detect_auc_diff'], '{:+.4f}')} "
             f"| {s['features_s_first']:.1f} |")
@@ -113,13 +116,15 @@ def main() -> None:
                 more = [o for o in a.learned.split(",") if o] if feat != "raw" else []
                 rows.append(one_run(ds, feat, seed, a.rate, [*a.extra, *more]))
                 r = rows[-1]
-                print(f"{ds} {feat} seed={seed}: acc {r['acc_unlabeled']:.4f} F1 {r['detect_f1']} AUC {r['detect_auc']} "
+                print(f"{ds} {feat} seed={seed}: acc {r['acc_unlabeled']:.4f} F1 {r['detect_f1']} "
+                      f"AUC {r['detect_auc']} "
                       f"features {r['features_s']:.1f}s graph {r['graph_s']:.1f}s", flush=True)
                 meta = {"rate": a.rate, "seeds": a.seeds, "extra": a.extra, "learned": a.learned,
                         "load_avg": os.getloadavg(),
                         "wall_s": time.perf_counter() - t0}
                 summary = summarise(rows)
-                (out.with_suffix(".json")).write_text(json.dumps({"meta": meta, "summary": summary, "runs": rows}, indent=1))
+                (out.with_suffix(".json")).write_text(json.dumps({"meta": meta, "summary": summary, "runs": rows},
+                                                                 indent=1))
                 (out.with_suffix(".md")).write_text(markdown(summary, meta))
     print(markdown(summarise(rows), {"rate": a.rate, "seeds": a.seeds}))
 

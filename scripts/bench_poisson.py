@@ -73,7 +73,8 @@ def protocol(args):
             row["T"] = ours.info_["solver_iterations"]
             if args.priors:
                 from lgcexp.priors import volume_projection
-                row["poisson_priors"] = acc_unlabeled(volume_projection(ours.scores_, np.full(10, 0.1))[0].argmax(1), y, lab)
+                row["poisson_priors"] = acc_unlabeled(volume_projection(ours.scores_, np.full(10, 0.1))[0].argmax(1),
+                                                      y, lab)
             if seed < args.mbo_trials:
                 t = time.perf_counter()
                 mbo = make_algorithm("poissonMBO").fit(g, lab, y[lab], 10)
@@ -104,8 +105,8 @@ def protocol(args):
         summary[k] = {key: (round(100 * float(np.mean([r[key] for r in sel if key in r])), 2),
                             round(100 * float(np.std([r[key] for r in sel if key in r])), 2),
                             sum(key in r for r in sel))
-                      for key in ("poisson", "gl_poisson", "poisson_priors", "poissonMBO", "gl_poissonMBO", "gfhf", "wnll", "lgc",
-                                  "gl_same_pred", "gl_mbo_same_pred") if any(key in r for r in sel)}
+                      for key in ("poisson", "gl_poisson", "poisson_priors", "poissonMBO", "gl_poissonMBO", "gfhf",
+                                  "wnll", "lgc", "gl_same_pred", "gl_mbo_same_pred") if any(key in r for r in sel)}
     return {"rows": rows, "summary": summary}
 
 

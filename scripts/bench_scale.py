@@ -183,8 +183,8 @@ def bench_n(n: int, work: Path, lock: bool, autol: bool, extra: list[str], pll_c
     if pll_columns:
         rows.append(pll_probe(n, x, y, cache_dir, pll_columns, lock, work / f"pll-{n}.log"))
     if autol:
-        res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "autoL", cache_dir, work / f"autol-{n}", extra), lock,
-                                          work / f"autol-{n}.log")
+        res, wall, rss, load, cpu = run_lgcexp(lgcexp_args(n, x, y, "autoL", cache_dir, work / f"autol-{n}", extra),
+                                               lock, work / f"autol-{n}.log")
         assert res["graph"]["cache_hit"], "the AutoL run should read the LGC run's graph"
         common = {"n": n, "load_before": round(load[0], 2), "load_after": round(load[1], 2)}
         rows += [
@@ -235,8 +235,8 @@ def growth(rows: list[dict], step: str) -> float | None:
 def report(rows: list[dict], out: Path) -> None:
     sizes = sorted({int(r["n"]) for r in rows})
     steps = [s for s in ("load", "graph_pca", "graph_search", "graph_recall", "graph_total", "lgc_solve",
-                         "graph_plus_lgc", "lgc_run_wall", "autol_pll", "autol_pll_estimate", "autol_adam", "autol_optimize",
-                         "autol_run_wall") if any(r["step"] == s for r in rows)]
+                         "graph_plus_lgc", "lgc_run_wall", "autol_pll", "autol_pll_estimate", "autol_adam",
+                         "autol_optimize", "autol_run_wall") if any(r["step"] == s for r in rows)]
     get = {(int(r["n"]), r["step"]): r for r in rows}
     lines = ["# Scaling with n (InfiMNIST-style data, 784-d)", "",
              "`python scripts/bench_scale.py` (see its docstring for the settings); seconds per step, peak RSS of "
@@ -347,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = [r for r in rows if not (int(r["n"]) == n and r["step"] in steps)] + new
             write_csv(csv_path, rows)
             for r in new:
-                print(f"  {r['step']:>16s} {r['seconds']}" + (f"  rss {r['peak_rss_mib']} MiB" if r.get("peak_rss_mib") else ""),
+                print(f"  {r['step']:>16s} {r['seconds']}"
+                      + (f"  rss {r['peak_rss_mib']} MiB" if r.get("peak_rss_mib") else ""),
                       flush=True)
         rows = read_csv(csv_path)
     report(rows, a.out)

@@ -60,7 +60,8 @@ def setup(dataset: str, cache_dir: str, data_dir: str):
     from lgcexp.config import plan
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"dataset={dataset}", "algo=autoL", f"paths.cache_dir={cache_dir}",
+        cfg = compose(config_name="config", overrides=[f"dataset={dataset}", "algo=autoL",
+                                                       f"paths.cache_dir={cache_dir}",
                                                        f"paths.data_dir={data_dir}"])
     p = plan(cfg)
     cache = Cache(cache_dir)
@@ -209,7 +210,8 @@ def main() -> int:
         for ds in args.datasets:
             ctx = None
             for noise in args.noise:
-                n_seeds = args.seeds if (ds, noise) == ("isolet", "uniform") or args.other_seeds is None else args.other_seeds
+                n_seeds = (args.seeds if (ds, noise) == ("isolet", "uniform") or args.other_seeds is None
+                           else args.other_seeds)
                 for seed in range(n_seeds):
                     for rate in RATES[(ds, noise)]:
                         done = runs[(runs["dataset"] == ds) & (runs["noise"] == noise) & (runs["rate"] == rate)

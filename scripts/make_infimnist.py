@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=1_000_000, help="rows (default 1,000,000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None,
-                    help="output directory (default <cache dir>/infimnist: $LGCEXP_CACHE_DIR, else ~/.cache/lgcexp/cache)")
+                    help="output directory (default <cache dir>/infimnist: $LGCEXP_CACHE_DIR, "
+                         "else ~/.cache/lgcexp/cache)")
     ap.add_argument("--mnist", type=Path, default=None, help="mnist.npz (default $LGCEXP_DATA_DIR/mnist.npz)")
     ap.add_argument("--alpha", type=float, default=8.0, help="elastic displacement scale in pixels")
     ap.add_argument("--sigma", type=float, default=4.0, help="Gaussian smoothing of the displacement field")

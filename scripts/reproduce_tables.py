@@ -48,7 +48,8 @@ def main() -> int:
         if (fig / name).exists():
             shutil.copy2(fig / name, tables / name)
     cmd = [sys.executable, "-m", "lgcexp.tables", "--root", str(results / "runs"), "--out", str(tables),
-           "--runs-csv", str(results / "runs.csv"), "--command", "make reproduce-tables" + ("-quick" if a.quick else "")]
+           "--runs-csv", str(results / "runs.csv"),
+           "--command", "make reproduce-tables" + ("-quick" if a.quick else "")]
     rc = subprocess.call(cmd, env=env)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     prov = tables / "PROVENANCE.md"
@@ -64,7 +65,8 @@ def main() -> int:
     for c, s, r in timings:
         rows[c] = f"| `{c}` | {s / 60:.1f} min | {r} | {now} |"
     lines = ["# Provenance", "", f"- tables rebuilt: {now}",
-             f"- machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), Python {platform.python_version()}",
+             f"- machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), "
+             f"Python {platform.python_version()}",
              f"- parallel jobs: {a.jobs}", "- runs are resumable: a rerun only computes missing runs, so a wall time "
              "covers the runs computed by that invocation", "",
              "| command | wall time | exit | finished |", "|---|---|---|---|"]

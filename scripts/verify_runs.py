@@ -84,7 +84,8 @@ def main() -> int:
         groups = list(runs.groupby(keys, sort=True))
         picks = [g.sample(1, random_state=args.seed + i) for i, (_, g) in enumerate(groups)]
         runs = pd.concat(picks).sample(frac=1.0, random_state=args.seed).head(args.n)
-    lines = ["| dataset | method | noise | seed | field | recorded | rerun | equal |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| dataset | method | noise | seed | field | recorded | rerun | equal |",
+             "|---|---|---|---|---|---|---|---|"]
     bad = 0
     t0 = time.perf_counter()
     for _, row in runs.iterrows():

@@ -24,7 +24,8 @@ def test_lgc_against_dense_inverse(alpha):
     labeled = np.array([0, 7, 13, 22, 31, 40])
     y = np.array([0, 1, 2, 0, 1, 2])
     algo = LGC(alpha=alpha).fit(g, labeled, y, 3)
-    Y = np.zeros((50, 3)); Y[labeled, y] = 1
+    Y = np.zeros((50, 3))
+    Y[labeled, y] = 1
     S = g.S.toarray()
     ref = np.linalg.inv(np.eye(50) - alpha * S) @ Y
     # LGC stops once every argmax is certain: the predictions are exact, the scores within the bound
@@ -39,7 +40,8 @@ def test_lgc_against_dense_inverse(alpha):
 
 def test_lgc_power_matches_cg():
     g, _ = random_graph(40, 4, seed=2)
-    Y = np.zeros((40, 2)); Y[[0, 5], [0, 1]] = 1
+    Y = np.zeros((40, 2))
+    Y[[0, 5], [0, 1]] = 1
     F_cg, _ = lgc_propagate(g.S, Y, 0.9)
     F_pw, _ = lgc_propagate(g.S, Y, 0.9, solver="power", t=1000)
     assert np.allclose(F_cg, F_pw, atol=1e-9)
@@ -50,7 +52,8 @@ def test_gfhf_against_closed_form():
     labeled = np.array([1, 10, 20, 30, 44])
     y = np.array([0, 1, 1, 0, 2])
     algo = GFHF(tol=1e-12).fit(g, labeled, y, 3)
-    W = g.W.toarray(); d = W.sum(1)
+    W = g.W.toarray()
+    d = W.sum(1)
     P = W / d[:, None]
     unl = np.setdiff1d(np.arange(45), labeled)
     YL = np.eye(3)[y]

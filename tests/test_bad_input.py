@@ -92,7 +92,8 @@ HAND_CASES = [
     (("features=pca", "features.n_components=65"), "features.n_components=65 is not allowed for this dataset"),
     (("features=oof", "features.folds=60"), "features.folds=60 is not allowed for this run"),
     (("foo=1",), "foo=1 is not allowed: foo is not an option"),
-    (("+detect.foo=1",), "detect.foo is not a parameter of detect; allowed: cut, features, folds, min_agreement, min_per_class, threshold"),
+    (("+detect.foo=1",), "detect.foo is not a parameter of detect; allowed: cut, features, folds, min_agreement, "
+                         "min_per_class, threshold"),
     (("+foo=1",), "foo is not an option"),
     (("algo.params.alfa=0.5",), "algo.params.alfa=0.5 is not allowed: algo.params.alfa is not an option"),
     (("+algo.params.alfa=0.5",), "algo.params.alfa is not a parameter of algo=lgc"),

@@ -83,7 +83,8 @@ def test_fingerprint_stable_and_sensitive(tmp_path):
 # --- bad input -------------------------------------------------------------------------------
 
 def test_unknown_dataset():
-    with pytest.raises(UserError, match=r"dataset=foo is not allowed: choose one of digits, spirals, isolet, mnist, npz, csv, npy"):
+    with pytest.raises(UserError, match=r"dataset=foo is not allowed: choose one of digits, spirals, isolet, mnist, "
+                                        r"npz, csv, npy"):
         load_dataset("foo")
 
 

@@ -122,7 +122,8 @@ def test_lzw_block_mode_9_to_10_bits_then_clear():
                                                         (10, False, None), (16, True, 300)])
 def test_lzw_roundtrip(max_bits, block, clear_every):
     rng = np.random.default_rng(max_bits)
-    text = ",".join(f"{v:.4f}" for v in rng.uniform(-1, 1, 6000)).encode() + bytes(rng.integers(0, 256, 3000, dtype=np.uint8))
+    text = (",".join(f"{v:.4f}" for v in rng.uniform(-1, 1, 6000)).encode()
+            + bytes(rng.integers(0, 256, 3000, dtype=np.uint8)))
     z = lzw_compress(text, max_bits=max_bits, block=block, clear_every=clear_every)
     assert lzw.decompress(z) == text
     if shutil.which("gzip"):  # gzip's unlzw is the reference reader; it checks the fixture encoder too
@@ -400,7 +401,8 @@ def test_isolet_unreachable(tmp_path, monkeypatch):
     with pytest.raises(UserError) as e:
         load_dataset("isolet", data_dir=str(tmp_path / "d"))
     msg = str(e.value)
-    assert "cannot download isolet.zip" in msg and dead + "isolet.zip" in msg and f"put isolet.npz in {tmp_path / 'd'}" in msg
+    assert ("cannot download isolet.zip" in msg and dead + "isolet.zip" in msg
+            and f"put isolet.npz in {tmp_path / 'd'}" in msg)
 
 
 def test_isolet_defaults():

@@ -60,7 +60,8 @@ def test_pca_tall_data_uses_the_same_components():
 
 
 def _small(name, **kw):
-    base = {"vae": dict(latent=4, hidden=32, epochs=3), "oof": dict(hidden=[32], epochs=20, folds=3, learning_rate=0.005)}[name]
+    base = {"vae": dict(latent=4, hidden=32, epochs=3),
+            "oof": dict(hidden=[32], epochs=20, folds=3, learning_rate=0.005)}[name]
     return make_features(name, **{**base, **kw})
 
 
@@ -142,7 +143,8 @@ def test_bad_parameters_refused_in_the_plan():
         plan(make_cfg("features=pca", "features.n_components=0"))
     with pytest.raises(UserError, match=r"^features.hidden=\[0\] is not allowed"):
         plan(make_cfg("features=oof", "features.hidden=[0]"))
-    with pytest.raises(UserError, match="features.likelihood=poisson is not allowed: choose one of bernoulli, gaussian"):
+    with pytest.raises(UserError,
+                       match="features.likelihood=poisson is not allowed: choose one of bernoulli, gaussian"):
         plan(make_cfg("features=vae", "features.likelihood=poisson"))
 
 
@@ -157,8 +159,8 @@ def test_own_npy_embeddings_still_work(tmp_path, digits):
     lab[200:] = -1
     np.save(tmp_path / "y.npy", lab)
     for extra in ((), ("features=pca", "features.n_components=10")):
-        c = to_container(make_cfg("dataset=npy", f"dataset.path={tmp_path}/X.npy", f"dataset.labels_path={tmp_path}/y.npy",
-                                  *extra, tmp=tmp_path))
+        c = to_container(make_cfg("dataset=npy", f"dataset.path={tmp_path}/X.npy",
+                                  f"dataset.labels_path={tmp_path}/y.npy", *extra, tmp=tmp_path))
         c.pop("hydra", None)
         r = pipeline.run(c, out_dir=tmp_path / f"out{len(extra)}")
         assert r["mode"] == "diagnosis" and r["n_labeled"] == 200

@@ -206,7 +206,8 @@ def test_knn_approx_cache_key_covers_index_parameters(tmp_path):
     ("graph.recall_queries=100", "graph.recall_queries=100 is not allowed: it must be an integer >= 1000"),
     ("graph.kernel=foo", "graph.kernel=foo is not allowed: choose one of gaussian, self_tuning, binary"),
     ("+graph.efSearch=10", "graph.efSearch is not a parameter of graph=knn_approx; allowed: M, ef_construction, "
-                          "ef_search, index, k, kernel, local_scale, nlist, nprobe, pca, recall_queries, refine, sigma, "
+                          "ef_search, index, k, kernel, local_scale, nlist, nprobe, pca, recall_queries, "
+                          "refine, sigma, "
                           "symmetrize, train_size"),
     ("graph.pca=0", "graph.pca=0 is not allowed: it must be an integer >= 1 or null"),
     ("graph.refine=0", "graph.refine=0 is not allowed: it must be an integer >= 1"),
@@ -377,7 +378,8 @@ def test_precomputed_rules_fix_what_they_name(bad_files, tmp_path):
 
 
 @pytest.mark.parametrize("overrides,msg", [
-    (["graph.path=W.npz", "graph.symmetrize=union"], "graph.symmetrize=union is not allowed: choose one of none, max, mean"),
+    (["graph.path=W.npz", "graph.symmetrize=union"],
+     "graph.symmetrize=union is not allowed: choose one of none, max, mean"),
     (["graph.path=W.npz", "graph.diagonal=keep"], "graph.diagonal=keep is not allowed: choose one of refuse, drop"),
     ([], "graph.path has no value: set it on the command line, e.g. graph.path=..."),
     (["graph.path=''"], "graph.path='' is not allowed: it must be a path to a scipy sparse .npz file "
@@ -400,7 +402,8 @@ def test_knn_approx_recall_on_isolet_in_result_json(tmp_path, data_dir, index):
                      tmp=tmp_path), out_dir=tmp_path / "run")
     assert r["graph"]["builder"] == "knn_approx" and r["graph"]["recall_queries"] >= 1000
     assert r["graph"]["recall_at_k"] >= 0.95
-    assert json.loads((tmp_path / "run" / "result.json").read_text())["graph"]["recall_at_k"] == r["graph"]["recall_at_k"]
+    assert (json.loads((tmp_path / "run" / "result.json").read_text())["graph"]["recall_at_k"]
+            == r["graph"]["recall_at_k"])
 
 
 @pytest.mark.mnist

@@ -284,7 +284,8 @@ def test_issues_frame_order_and_columns():
     df = li.issues_frame(np.array([10, 11, 12, 13]), np.array(["a", "b", "a", "b"]), np.array(["a", "a", "b", "b"]),
                          np.array([0.9, 0.2, 0.1, 0.2]), np.array([False, True, True, False]),
                          np.array([False, True, True, False]))
-    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue", "is_flipped"]
+    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue",
+                                "is_flipped"]
     assert df["index"].tolist() == [12, 11, 13, 10]  # flagged first, each by quality, ties by index
 
 
@@ -307,7 +308,8 @@ def _toy_labels(seed: int = 0):
 def test_find_label_issues_on_two_clusters(method, params):
     X, labels, names, wrong = _toy_labels()
     df = find_label_issues(X, labels, method=method, params=params, clean_labels=names)
-    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue", "is_flipped"]
+    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue",
+                                "is_flipped"]
     assert len(df) == 40 and df["label_quality"].between(0, 1).all()
     assert sorted(df.loc[df["is_label_issue"], "index"]) == wrong
     assert sorted(df["index"][:4]) == wrong  # most suspicious first
@@ -356,7 +358,8 @@ def test_run_writes_label_issues_and_metrics(tmp_path):
 
     r = run(make_cfg("algo=lgc", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "lgc")
     df = pd.read_csv(tmp_path / "lgc" / li.ISSUES_FILE)
-    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue", "is_flipped"]
+    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue",
+                                "is_flipped"]
     assert len(df) == r["n_labeled"] and df["is_flipped"].sum() == r["n_flipped"] == 20
     flagged = df[df["is_label_issue"]]
     assert (flagged["suggested_label"] != flagged["given_label"]).all()
@@ -381,7 +384,7 @@ def test_run_writes_label_issues_and_metrics(tmp_path):
 def test_run_at_zero_noise_scores_no_nan(tmp_path):
     from lgcexp.pipeline import run
 
-    r = run(make_cfg("algo=lgc", "noise.rate=0", tmp=tmp_path), out_dir=tmp_path / "z")
+    run(make_cfg("algo=lgc", "noise.rate=0", tmp=tmp_path), out_dir=tmp_path / "z")
     res = json.loads((tmp_path / "z" / "result.json").read_text())
     assert res["detect_f1"] == 0.0 and res["detect_auc"] is None and res["n_flipped"] == 0
     assert res["detect_false_alarms"] == res["n_label_issues"]

@@ -28,7 +28,8 @@ def test_sampling_mnist_counts():
     assert got[1] == 11 and got[5] == 9 and np.all(np.delete(got, [1, 5]) == 10)
 
 
-@pytest.mark.parametrize("l,rate,m", [(1040, 0.2, 208), (1040, 0.4, 416), (1040, 0.6, 624), (100, 0.15, 15), (100, 0.3, 30), (100, 0.0, 0)])
+@pytest.mark.parametrize("l,rate,m", [(1040, 0.2, 208), (1040, 0.4, 416), (1040, 0.6, 624), (100, 0.15, 15),
+                                      (100, 0.3, 30), (100, 0.0, 0)])
 def test_noise_exact_count(l, rate, m):
     assert noisy_count(l, rate) == m
     rng = np.random.default_rng(0)

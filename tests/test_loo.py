@@ -41,7 +41,8 @@ def test_exact_loo_equals_dense_pll_without_diagonal(small, dtype, atol):
     g, lab, yl = small
     P, _ = propagation_submatrix(g.S, lab, 0.9, dtype="float64", tol=1e-12)
     ref = graph_loo_probs(P, yl, 10)
-    got, _ = loo.lgc_loo_probs(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype=dtype, tol=1e-12 if dtype == "float64" else 1e-6)
+    got, _ = loo.lgc_loo_probs(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype=dtype,
+                               tol=1e-12 if dtype == "float64" else 1e-6)
     assert np.allclose(got, ref, atol=atol)
     # and the unnormalised scores are (P_LL - diag) Y_L up to the factor 1 - alpha
     V, _ = loo.lgc_loo_scores(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype="float64", tol=1e-12)
@@ -153,4 +154,5 @@ def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
     monkeypatch.setattr(KnnGraph, "build", no_graph)
     with pytest.raises(UserError) as e:
         run(make_cfg("dataset=csv", f"dataset.path={tmp_path}/d.csv", "algo=autoL", tmp=tmp_path))
-    assert str(e.value).startswith("algo=autoL is not allowed with 400 labels on this machine") and "\n" not in str(e.value)
+    assert (str(e.value).startswith("algo=autoL is not allowed with 400 labels on this machine")
+            and "\n" not in str(e.value))

@@ -130,7 +130,8 @@ def test_csv_bad_input(tmp_path):
     good = write_csv(tmp_path / "g.csv", X, given_labels(y, 2), NAMES[y])
     csv = lambda **kw: load_dataset("csv", **{"path": good, **kw})  # noqa: E731
 
-    assert err(csv, path=str(tmp_path / "nope.csv")).startswith(f"dataset.path={tmp_path / 'nope.csv'} is not allowed: no such file")
+    assert err(csv, path=str(tmp_path / "nope.csv")).startswith(
+        f"dataset.path={tmp_path / 'nope.csv'} is not allowed: no such file")
     msg = err(csv, label_column="lable")
     assert msg.startswith("dataset.label_column=lable is not allowed") and "no column 'lable'" in msg
     assert "columns: f0, f1, f2, label, truth" in msg
@@ -155,7 +156,8 @@ def test_csv_bad_input(tmp_path):
     # a class with no labelled point: a clean label no given label carries
     only2 = np.where(y < 2, NAMES[y], "").astype(object)
     msg = err(load_dataset, "csv", path=write_csv(tmp_path / "u.csv", X, only2, NAMES[y]), clean_column="truth")
-    assert msg.startswith("dataset.clean_column=truth: clean label(s) 'emu' (4 rows) never appear among the given labels")
+    assert msg.startswith("dataset.clean_column=truth: clean label(s) 'emu' (4 rows) "
+                          "never appear among the given labels")
     empty = tmp_path / "e.csv"
     empty.write_text("")
     assert err(load_dataset, "csv", path=str(empty)) == f"dataset.path={empty}: the file is empty"
@@ -220,7 +222,8 @@ def test_npy_bad_input(tmp_path):
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "short.npy", np.array([0, 1, 0]))
     npy = lambda **kw: load_dataset("npy", **{"path": str(tmp_path / "X.npy"), **kw})  # noqa: E731
-    assert err(npy, labels_path=str(tmp_path / "no.npy")).startswith(f"dataset.labels_path={tmp_path / 'no.npy'} is not allowed: no such file")
+    assert err(npy, labels_path=str(tmp_path / "no.npy")).startswith(
+        f"dataset.labels_path={tmp_path / 'no.npy'} is not allowed: no such file")
     assert err(npy, labels_path=str(tmp_path / "short.npy")) == (
         f"dataset.labels_path={tmp_path / 'short.npy'}: holds 3 labels but X has 6 rows; they must be equal")
     assert "dataset.labels_path has no value" in err(npy)
@@ -228,9 +231,11 @@ def test_npy_bad_input(tmp_path):
     assert "use a .npy file or a text file" in err(npy, labels_path=str(tmp_path / "y.json"))
     np.save(tmp_path / "X1.npy", np.zeros(6))
     np.save(tmp_path / "y6.npy", np.array([0, 1] * 3))
-    assert "X must be 2-D" in err(load_dataset, "npy", path=str(tmp_path / "X1.npy"), labels_path=str(tmp_path / "y6.npy"))
+    assert "X must be 2-D" in err(load_dataset, "npy", path=str(tmp_path / "X1.npy"),
+                                  labels_path=str(tmp_path / "y6.npy"))
     np.save(tmp_path / "Xs.npy", np.array([["a", "b"]] * 6))
-    assert "not numeric" in err(load_dataset, "npy", path=str(tmp_path / "Xs.npy"), labels_path=str(tmp_path / "y6.npy"))
+    assert "not numeric" in err(load_dataset, "npy", path=str(tmp_path / "Xs.npy"),
+                                labels_path=str(tmp_path / "y6.npy"))
 
 
 # --- npz: the file's own labelled set, memory mapping ---------------------------------------------
@@ -253,7 +258,8 @@ def test_npz_labeled_and_y_clean(tmp_path):
     np.savez(tmp_path / "c.npz", X=X, y=y, y_clean=y)
     assert "has y_clean but no array 'labeled'" in err(load_dataset, "npz", path=str(tmp_path / "c.npz"))
     np.savez(tmp_path / "d.npz", X=X, y=yl, labeled=np.array([0, 1]))
-    assert "y is empty or NaN at 1 labelled row(s) (first: row 1)" in err(load_dataset, "npz", path=str(tmp_path / "d.npz"))
+    assert "y is empty or NaN at 1 labelled row(s) (first: row 1)" in err(load_dataset, "npz",
+                                                                          path=str(tmp_path / "d.npz"))
 
 
 def test_npz_uncompressed_is_memory_mapped(tmp_path):

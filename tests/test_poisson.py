@@ -19,23 +19,29 @@ def _labels(y, per_class, seed=0):
 
 
 def _dense_parts(g, labeled, y_l, c):
-    W = g.W.toarray(); d = W.sum(1); n = W.shape[0]
+    W = g.W.toarray()
+    d = W.sum(1)
+    n = W.shape[0]
     Y = np.eye(c)[y_l]
-    B = np.zeros((n, c)); B[labeled] = Y - Y.mean(0)
+    B = np.zeros((n, c))
+    B[labeled] = Y - Y.mean(0)
     return W, d, B
 
 
 def test_poisson_iteration_against_dense_sum_and_mixing_rule():
     g, _ = random_graph(60, 4, seed=5)
-    labeled = np.array([3, 17, 29, 41, 55]); y_l = np.array([0, 1, 2, 1, 0])
+    labeled = np.array([3, 17, 29, 41, 55])
+    y_l = np.array([0, 1, 2, 1, 0])
     W, d, B = _dense_parts(g, labeled, y_l, 3)
     n = W.shape[0]
     P = W / d[:, None]
     # the mixing rule, from its definition: first T >= 50 with max|v_T - d/sum d| <= 1/n
-    v = np.zeros(n); v[labeled] = 1 / labeled.size
+    v = np.zeros(n)
+    v[labeled] = 1 / labeled.size
     T = 0
     while T < 1000 and (T < 50 or np.abs(v - d / d.sum()).max() > 1 / n):
-        v = W @ (v / d); T += 1
+        v = W @ (v / d)
+        T += 1
     assert mixing_steps(g.W, labeled) == T
     U = np.zeros_like(B)
     for _ in range(T):
@@ -50,7 +56,8 @@ def test_poisson_iteration_against_dense_sum_and_mixing_rule():
 
 def test_poisson_cg_against_dense_pseudo_inverse():
     g, _ = random_graph(50, 4, seed=6)
-    labeled = np.array([0, 9, 18, 27, 36, 45]); y_l = np.array([0, 1, 2, 0, 1, 2])
+    labeled = np.array([0, 9, 18, 27, 36, 45])
+    y_l = np.array([0, 1, 2, 0, 1, 2])
     W, d, B = _dense_parts(g, labeled, y_l, 3)
     L = np.diag(d) - W
     U = np.linalg.pinv(L) @ B
@@ -65,7 +72,8 @@ def test_poisson_cg_against_dense_pseudo_inverse():
 
 def test_poisson_balance_is_the_class_size_reweighting():
     g, _ = random_graph(40, 4, seed=7)
-    labeled = np.array([1, 5, 9, 20, 30]); y_l = np.array([0, 0, 0, 1, 2])
+    labeled = np.array([1, 5, 9, 20, 30])
+    y_l = np.array([0, 0, 0, 1, 2])
     plain = Poisson().fit(g, labeled, y_l, 3)
     bal = Poisson(balance=True).fit(g, labeled, y_l, 3)
     s = np.array([(1 / 3) / (3 / 5), (1 / 3) / (1 / 5), (1 / 3) / (1 / 5)])
@@ -86,7 +94,8 @@ def test_volume_projection_meets_the_priors():
 
 def test_class_priors_option_on_every_method_and_its_values():
     g, _ = random_graph(60, 4, seed=8)
-    labeled = np.array([2, 12, 22, 32, 42]); y_l = np.array([0, 1, 1, 0, 1])
+    labeled = np.array([2, 12, 22, 32, 42])
+    y_l = np.array([0, 1, 1, 0, 1])
     for name in ("lgc", "gfhf", "poisson"):
         a = make_algorithm(name).fit(g, labeled, y_l, 2, class_priors=[0.5, 0.5])
         assert abs(np.bincount(a.predict(), minlength=2)[0] / 60 - 0.5) <= 0.02, name
@@ -101,9 +110,12 @@ def test_class_priors_option_on_every_method_and_its_values():
 
 def test_wnll_against_dense_harmonic_solution():
     g, _ = random_graph(45, 4, seed=9)
-    labeled = np.array([1, 10, 20, 30, 44]); y_l = np.array([0, 1, 1, 0, 2])
-    W = g.W.toarray(); n = 45
-    a = np.ones(n); a[labeled] = n / labeled.size
+    labeled = np.array([1, 10, 20, 30, 44])
+    y_l = np.array([0, 1, 1, 0, 2])
+    W = g.W.toarray()
+    n = 45
+    a = np.ones(n)
+    a[labeled] = n / labeled.size
     W2 = (a[:, None] + a[None, :]) * W
     P = W2 / W2.sum(1)[:, None]
     unl = np.setdiff1d(np.arange(n), labeled)
@@ -123,7 +135,8 @@ def gl_case():
 
     X, y = make_blobs(500, centers=4, cluster_std=2.5, random_state=0)
     W = sp.csr_matrix(gl.weightmatrix.knn(X, 10))
-    W.setdiag(0); W.eliminate_zeros()
+    W.setdiag(0)
+    W.eliminate_zeros()
     return gl, Graph(W=W, sigma=1.0, key="gl-blobs"), W, y
 
 

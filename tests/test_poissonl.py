@@ -15,14 +15,17 @@ from lgcexp.algorithms.poissonl import (
 
 
 def _dense_G(g, T):
-    W = g.W.toarray(); d = W.sum(1)
+    W = g.W.toarray()
+    d = W.sum(1)
     P = W / d[:, None]
     return sum(np.linalg.matrix_power(P, t) for t in range(T)) / d[None, :]
 
 
 def test_loo_matrix_is_the_poisson_solve_without_each_label():
     g, _ = random_graph(40, 4, seed=11)
-    labeled = np.array([2, 7, 15, 21, 30, 38]); y = np.array([0, 1, 2, 0, 1, 2]); c = 3
+    labeled = np.array([2, 7, 15, 21, 30, 38])
+    y = np.array([0, 1, 2, 0, 1, 2])
+    c = 3
     w = np.array([1.0, 0.5, 2.0, 0.0, 1.5, 0.7])
     T = mixing_steps(g.W, labeled)
     Gd = _dense_G(g, T)
@@ -32,7 +35,8 @@ def test_loo_matrix_is_the_poisson_solve_without_each_label():
     Y = np.eye(c)[y] * w[:, None]
     for i in range(labeled.size):
         keep = np.delete(np.arange(labeled.size), i)
-        B = np.zeros((40, c)); B[labeled[keep]] = Y[keep] - Y[keep].mean(0)   # mean shift of the others
+        B = np.zeros((40, c))
+        B[labeled[keep]] = Y[keep] - Y[keep].mean(0)   # mean shift of the others
         U = Gd @ B
         assert np.allclose(A[i] @ Y, U[labeled[i]], atol=1e-12)
     assert np.allclose(A.sum(1), 0, atol=1e-12) and np.all(np.diag(A) == 0)
@@ -43,7 +47,8 @@ def test_gradient_against_finite_differences_and_tensorflow(loss):
     from lgcexp.algorithms.autol import LooModel
 
     g, _ = random_graph(40, 4, seed=12)
-    labeled = np.array([1, 6, 12, 19, 25, 33, 39]); y = np.array([0, 1, 2, 0, 1, 2, 0])
+    labeled = np.array([1, 6, 12, 19, 25, 33, 39])
+    y = np.array([0, 1, 2, 0, 1, 2, 0])
     A, _ = normalise_rows(poisson_loo_matrix(poisson_submatrix(g.W, labeled, mixing_steps(g.W, labeled))))
     w = np.array([1.3, 0.4, 2.0, 0.9, 1.1, 0.6, 1.7])
     f, grad = loo_gradient(A, w, y, 3, loss)

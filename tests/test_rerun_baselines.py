@@ -195,7 +195,8 @@ def test_gtf_admm_reaches_the_brute_force_optimum(solver, alpha, adaptive, order
     f = lambda b: 0.5 * ((b[lab] - y[lab, 0]) ** 2).sum() + lam * np.abs(Dd @ b).sum()  # noqa: E731
     # the same problem as a smooth one with slack variables t >= |D b|, by SLSQP
     obj = lambda x: 0.5 * ((x[:n][lab] - y[lab, 0]) ** 2).sum() + lam * x[n:].sum()  # noqa: E731
-    cons = [{"type": "ineq", "fun": lambda x: x[n:] - Dd @ x[:n]}, {"type": "ineq", "fun": lambda x: x[n:] + Dd @ x[:n]}]
+    cons = [{"type": "ineq", "fun": lambda x: x[n:] - Dd @ x[:n]},
+            {"type": "ineq", "fun": lambda x: x[n:] + Dd @ x[:n]}]
     res = minimize(obj, np.concatenate([np.zeros(n), np.ones(D.shape[0])]), method="SLSQP", constraints=cons,
                    options={"ftol": 1e-14, "maxiter": 2000})
     assert res.success

@@ -68,7 +68,8 @@ def test_group_shrink_closed_form_and_prox_optimality():
     assert np.allclose(np.linalg.norm(X[~small], axis=1), norms[~small] - tau)
     assert np.allclose(X[~small] / np.linalg.norm(X[~small], axis=1)[:, None], V[~small] / norms[~small, None])
     # it is the prox of tau ||.||_2: no perturbation does better on f(x) = tau ||x|| + 1/2 ||x - v||^2
-    f = lambda x, v: tau * np.linalg.norm(x, axis=-1) + 0.5 * ((x - v) ** 2).sum(-1)
+    def f(x, v):
+        return tau * np.linalg.norm(x, axis=-1) + 0.5 * ((x - v) ** 2).sum(-1)
     for _ in range(20):
         D = rng.normal(size=V.shape) * 1e-3
         assert np.all(f(X, V) <= f(X + D, V) + 1e-12)
@@ -121,7 +122,8 @@ def test_a_update_is_the_least_squares_solution(toy):
     R, Lam2 = rng.normal(size=(lab.size, 2)), rng.normal(size=(lab.size, 2))
     for mu in (0.7, 1.0, 55.0, 1e6):
         A = prob.update_a(Q, R, Lam1, Lam2, mu)
-        # argmin_A lambda2 tr(A^T Sigma A) + <Lam1, Q - PUA> + <Lam2, R - JUA + Y> + mu/2 (||Q - PUA||^2 + ||R - JUA + Y||^2)
+        # argmin_A lambda2 tr(A^T Sigma A) + <Lam1, Q - PUA> + <Lam2, R - JUA + Y>
+        #          + mu/2 (||Q - PUA||^2 + ||R - JUA + Y||^2)
         # = a stacked least-squares problem
         PU = (prob.P @ prob.U)
         M = np.vstack([np.sqrt(mu) * PU, np.sqrt(mu) * prob.UL, np.diag(np.sqrt(2 * prob.lambda2 * prob.sigma))])
@@ -170,11 +172,13 @@ def reference_optimum(prob, m, c):
         E, R = PU @ A, prob.UL @ A - prob.YL
         ne, nr = np.sqrt((E ** 2).sum(1) + eps2), np.sqrt((R ** 2).sum(1) + eps2)
         val = ne.sum() + prob.lambda1 * nr.sum() + prob.lambda2 * (prob.sigma[:, None] * A * A).sum()
-        grad = PU.T @ (E / ne[:, None]) + prob.lambda1 * prob.UL.T @ (R / nr[:, None]) + 2 * prob.lambda2 * prob.sigma[:, None] * A
+        grad = (PU.T @ (E / ne[:, None]) + prob.lambda1 * prob.UL.T @ (R / nr[:, None])
+                + 2 * prob.lambda2 * prob.sigma[:, None] * A)
         return val, grad.ravel()
 
     with threadpool_limits(1):  # tiny products: threads only add overhead
-        r = minimize(fg, np.zeros(m * c), jac=True, method="L-BFGS-B", options=dict(maxiter=5000, ftol=1e-15, gtol=1e-11))
+        r = minimize(fg, np.zeros(m * c), jac=True, method="L-BFGS-B",
+                     options=dict(maxiter=5000, ftol=1e-15, gtol=1e-11))
     return prob.objective(r.x.reshape(m, c))
 
 
@@ -280,7 +284,8 @@ def test_normalize_weights_scales_the_edge_term(toy):
     """Dividing W by a constant k equals scaling the edge term by 1/k, i.e. lambda1 and lambda2 by k."""
     g, eig, lab, yl = toy
     k = float(g.W.data.mean())
-    a = SIIS(m=6, lambda1=10.0, lambda2=1.0, normalize_weights=True, tol=1e-9, max_iter=3000).fit(g, lab, yl, 2, eig=eig)
+    a = SIIS(m=6, lambda1=10.0, lambda2=1.0, normalize_weights=True, tol=1e-9,
+             max_iter=3000).fit(g, lab, yl, 2, eig=eig)
     prob = make_problem(toy, lambda1=10.0 * k, lambda2=1.0 * k)
     assert prob.objective(a.coef_) / k == pytest.approx(a.objective_[-1], rel=1e-9)
 

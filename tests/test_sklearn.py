@@ -249,7 +249,8 @@ def test_in_a_pipeline():
     X, y, ym = _digits_masked()
     pipe = make_pipeline(StandardScaler(), GFHFClassifier()).fit(X, ym)
     assert pipe.score(X[:500], y[:500]) > 0.85
-    assert np.array_equal(pipe[-1].transduction_, GFHFClassifier().fit(StandardScaler().fit_transform(X), ym).transduction_)
+    assert np.array_equal(pipe[-1].transduction_,
+                          GFHFClassifier().fit(StandardScaler().fit_transform(X), ym).transduction_)
 
 
 def test_score_ignores_unlabelled_rows():
@@ -495,7 +496,8 @@ def test_precomputed_graph_gives_the_knn_answers():
         LGCClassifier(graph="precomputed").fit(loops, ym)
     dropped = LGCClassifier(graph=PrecomputedGraph(diagonal="drop")).fit(loops, ym)
     assert np.array_equal(dropped.transduction_, knn.transduction_)
-    A = W.tolil(); A[0, 1] = A[0, 1] + 1.0
+    A = W.tolil()
+    A[0, 1] = A[0, 1] + 1.0
     with pytest.raises(ValueError, match="not symmetric"):
         LGCClassifier(graph="precomputed").fit(A.tocsr(), ym)
     with pytest.raises(ValueError, match="square"):
@@ -551,9 +553,12 @@ def test_example_labelspreading_vs_autol(capsys):
     import runpy
     from pathlib import Path
 
-    runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "sklearn_noisy_digits.py"), run_name="__main__")
+    runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "sklearn_noisy_digits.py"),
+                   run_name="__main__")
     out = capsys.readouterr().out
-    acc = {name: float(v) for name, v in re.findall(r"^(\w+)\s+accuracy on the unlabelled points: ([\d.]+)%", out, re.M)}
+    acc = {name: float(v)
+           for name, v in re.findall(r"^(\w+)\s+accuracy on the unlabelled points: ([\d.]+)%", out, re.M)}
     assert set(acc) == {"LabelSpreading", "AutoLClassifier"} and acc["AutoLClassifier"] > acc["LabelSpreading"]
-    flagged, right, flipped = map(int, re.search(r"AutoL flags (\d+) labels as wrong, (\d+) of them among the (\d+)", out).groups())
+    flagged, right, flipped = map(int, re.search(r"AutoL flags (\d+) labels as wrong, (\d+) of them among the (\d+)",
+                                                 out).groups())
     assert flipped == 35 and right >= 0.8 * flagged

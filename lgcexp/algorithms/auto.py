@@ -40,8 +40,9 @@ The final classification is LGC at alpha* on the corrected labels. ``readout='ke
 observed one-hot label where omega > 0 and Q where the label was dropped, which keeps the full information
 of the labels judged right; ``readout='soft'``: Q replaces every labelled row (AutoL's readout). ISOLET
 seed 0, unlabelled accuracy at x = 4 / 8: 85.20 / 84.93 (kept) against 83.97 / 83.85 (soft) without noise,
-74.90 / 75.45 against 74.74 / 75.36 at 60 % noise. Parameters: ``x_grid``, ``search_steps``, ``readout`` and AutoL's ``loss``,
-``normalize``, ``lr``, ``steps``, ``beta1``, ``beta2``, ``epsilon``, ``tol``, ``maxiter``, ``dtype``, ``xla``, ``chunk``; every
+74.90 / 75.45 against 74.74 / 75.36 at 60 % noise. Parameters: ``x_grid``, ``search_steps``, ``readout`` and
+AutoL's ``loss``, ``normalize``, ``lr``, ``steps``, ``beta1``, ``beta2``, ``epsilon``, ``tol``, ``maxiter``,
+``dtype``, ``xla``, ``chunk``; every
 one has a default, none needs setting. After ``fit``: AutoL's attributes (``omega_``, ``corrected_``,
 ``dropped_``, ``suspicion_``, ``lgc_labeled_pred_``, ``scores_``, ``labeled_pred_``) plus ``alpha_``,
 ``x_`` and ``grid_`` (one row per alpha: the loss after the search, labels dropped, LOO accuracy against

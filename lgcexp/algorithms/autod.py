@@ -1,4 +1,5 @@
-"""LGC_LVO_AutoD: choose LGC's diffusion rate alpha by the labelled leave-one-out loss (paper §3.2, Eqs. (34)-(42), Fig. 2).
+"""LGC_LVO_AutoD: choose LGC's diffusion rate alpha by the labelled leave-one-out loss
+(paper §3.2, Eqs. (34)-(42), Fig. 2).
 
 With the p smallest eigenpairs ``L u_k = lambda_k u_k`` of the normalised Laplacian, the propagation matrix
 ``P = (I - alpha S)^-1`` is approximated by ``U diag(lt) U^T`` with ``lt_k = 1 / (1 - alpha + alpha lambda_k)``
@@ -336,7 +337,8 @@ class AutoD(GraphSSLAlgorithm):
         "maxiter": [positive("int")],
     }
 
-    def __init__(self, p: int = 300, loo: str = "spectral", loo_tol: float = 1e-6, remove_diag: bool = True, search: str = "grid", select: str = "acc",
+    def __init__(self, p: int = 300, loo: str = "spectral", loo_tol: float = 1e-6, remove_diag: bool = True,
+                 search: str = "grid", select: str = "acc",
                  loss: str = "ce", x_min: float = 1.0, x_max: float = 100.0, x_step: float = 1.0,
                  x0: float | str = 10.0, lr: float = 0.05, steps: int = 300, eps: float = 1e-7,
                  smoothing: float = 0.01, tol: float = 1e-10, maxiter: int = 10_000):
@@ -388,7 +390,8 @@ class AutoD(GraphSSLAlgorithm):
         if self.p >= n:
             raise UserError(f"{prefix}p={self.p} is not allowed: it must be less than the number of points ({n})")
         if self.p < n_classes:
-            raise UserError(f"{prefix}p={self.p} is not allowed: it must be at least the number of classes ({n_classes})")
+            raise UserError(f"{prefix}p={self.p} is not allowed: it must be at least the number of classes "
+                            f"({n_classes})")
 
     # ---------------------------------------------------------------------------------------------------------
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:

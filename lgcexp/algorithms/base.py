@@ -1,7 +1,8 @@
 """The small protocol every graph SSL method follows (scikit-learn style).
 
 An algorithm is built from its parameters (stored by ``__init__``, validated by ``fit`` and by the
-pipeline's pre-flight before any heavy work), fitted on a graph and the observed labels of the labelled points, and then holds:
+pipeline's pre-flight before any heavy work), fitted on a graph and the observed labels of the labelled points,
+and then holds:
 
 - ``scores_``: (n, c) class scores for every point; predictions are the row argmax (ties and all-zero rows
   go to class 0, as numpy's argmax does, matching the authors' code);

@@ -55,7 +55,8 @@ class GFHF(GraphSSLAlgorithm):
         Y_l = one_hot(y_labeled, n_classes)
         rhs = W_ul @ Y_l
         precond = np.where(d_u > 0, 1.0 / np.where(d_u > 0, d_u, 1.0), 1.0)
-        F_u, it, _ = block_cg(lambda X: d_u[:, None] * X - W_uu @ X, rhs, tol=self.tol, maxiter=self.maxiter, precond=precond)
+        F_u, it, _ = block_cg(lambda X: d_u[:, None] * X - W_uu @ X, rhs, tol=self.tol, maxiter=self.maxiter,
+                              precond=precond)
         if self.cmn:
             prior = np.bincount(y_labeled, minlength=n_classes) / max(1, y_labeled.size)
             mass = F_u.sum(axis=0)

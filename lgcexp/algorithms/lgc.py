@@ -68,8 +68,8 @@ class LGC(GraphSSLAlgorithm):
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         Y = label_matrix(graph.n, labeled, y_labeled, n_classes)
-        self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter, t=self.t,
-                                          degree=graph_degree(graph) if self.stop == "argmax" else None)
+        self.scores_, it = lgc_propagate(graph.S, Y, self.alpha, solver=self.solver, tol=self.tol, maxiter=self.maxiter,
+                                          t=self.t, degree=graph_degree(graph) if self.stop == "argmax" else None)
         self.info_["solver_iterations"] = int(it)
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S

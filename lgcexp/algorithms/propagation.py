@@ -119,7 +119,8 @@ def propagation_submatrix(
     about 4 MiB of working set per array) so each block's vectors stay in cache; columns are independent,
     so blocking changes no number. With ``reorder`` the graph is first renumbered by reverse Cuthill-McKee
     (P_LL does not depend on the numbering; only the summation order inside a row of S changes), which
-    makes the sparse products several times faster on large graphs (MNIST). The exact ``P_LL`` is entrywise non-negative; CG round-off below ``tol``
+    makes the sparse products several times faster on large graphs (MNIST). The exact ``P_LL`` is entrywise
+    non-negative; CG round-off below ``tol``
     can leave tiny negative entries, which are set to 0. ``xp``: the array module the blocks are solved in
     (numpy, or cupy on the GPU; None: :func:`lgcexp.devices.solve_module` chooses by the block's size).
     Returns (P_LL, stats) with stats ``seconds``, ``iterations`` (max over blocks), ``residual``.

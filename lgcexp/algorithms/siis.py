@@ -338,7 +338,8 @@ class SIIS(GraphSSLAlgorithm):
             eig, _ = laplacian_eigenpairs(graph, p, progress=progress)
         vectors, values = np.asarray(eig.vectors), np.asarray(eig.values)
         if vectors.ndim != 2 or vectors.shape[0] != graph.n or values.shape != (vectors.shape[1],):
-            raise ValueError(f"eigenpairs of shape {vectors.shape} / {values.shape} do not fit a graph of {graph.n} nodes")
+            raise ValueError(f"eigenpairs of shape {vectors.shape} / {values.shape} do not fit a graph of "
+                             f"{graph.n} nodes")
         if vectors.shape[1] < p:
             raise ValueError(f"SIIS needs {p} eigenpairs, got {vectors.shape[1]}")
         start = int(self.drop_trivial)
@@ -351,10 +352,10 @@ class SIIS(GraphSSLAlgorithm):
             raise UserError(f"{prefix}m={self.m} is not allowed here: it must be less than the number of points ({n})"
                             + (" minus 1 with drop_trivial" if self.drop_trivial else ""))
         if self.m < n_classes:
-            raise UserError(f"{prefix}m={self.m} is not allowed here: it must be at least the number of classes ({n_classes})")
+            raise UserError(f"{prefix}m={self.m} is not allowed here: it must be at least the number of classes "
+                            f"({n_classes})")
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
-        n = graph.n
         t0 = time.perf_counter()
         U, sigma = self._basis(graph, eig, progress)
         W = graph.W

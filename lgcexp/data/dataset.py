@@ -69,7 +69,8 @@ class Dataset:
         return h.hexdigest()
 
     def __repr__(self) -> str:
-        return f"Dataset(name={self.name!r}, n={self.n}, d={self.X.shape[1]}, n_classes={self.n_classes}, X.dtype={self.X.dtype})"
+        return (f"Dataset(name={self.name!r}, n={self.n}, d={self.X.shape[1]}, n_classes={self.n_classes}, "
+                f"X.dtype={self.X.dtype})")
 
 
 #: the finiteness check reads X in blocks of about this many values (a memory-mapped X is never copied whole)
@@ -139,7 +140,8 @@ def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
         raise UserError(f"{source}: X has {X.shape[0]} rows but y has {y.shape[0]} labels; they must be equal")
     X = check_features(X, source)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise UserError(f"{source}: y has {int((~np.isfinite(y)).sum())} NaN/Inf labels; labels must be ints or strings")
+        raise UserError(f"{source}: y has {int((~np.isfinite(y)).sum())} NaN/Inf labels; "
+                        "labels must be ints or strings")
     try:
         classes, y_idx = np.unique(y, return_inverse=True)
     except TypeError:

@@ -157,7 +157,8 @@ def build(data_dir: Path) -> Path:
 
 
 class Isolet(DataSource):
-    """UCI ISOLET (7797 x 617, 26 classes) from ``data_dir/isolet.npz``, downloaded (and verified) when missing and allowed."""
+    """UCI ISOLET (7797 x 617, 26 classes) from ``data_dir/isolet.npz``, downloaded (and verified) when missing
+    and allowed."""
 
     name = "isolet"
 

@@ -6,7 +6,8 @@ block mode, 256 is CLEAR (reset the table and the width), so new entries start a
 (256 without block mode). Codes are written in groups of 8, i.e. `width` bytes per group.
 The width grows by one before reading a code once the next free entry would not fit
 (free > 2**width - 1); at the max width the table just stops growing. (As in gzip's
-reader, a file with max width 9 still moves to 10 bits once its 512 entries are used.) Quirk: when the width changes, and after a
+reader, a file with max width 9 still moves to 10 bits once its 512 entries are used.) Quirk: when the width
+changes, and after a
 CLEAR, the rest of the current group is skipped (the reader moves on to the next multiple
 of `width` bytes counted from where this width started), as the original compress does.
 """

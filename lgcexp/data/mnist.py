@@ -51,7 +51,8 @@ def load(data_dir: Path, download: bool) -> Dataset:
     if not path.is_file():
         if not download:
             raise UserError(f"{FILENAME} not found: put it at {path} (arrays X uint8 ({sum(CLASS_COUNTS)}, "
-                            f"{N_FEATURES}), y uint8), or enable download to fetch it from {base_urls(URL_ENV, BASE_URLS)[0]}")
+                            f"{N_FEATURES}), y uint8), or enable download to fetch it from "
+                            f"{base_urls(URL_ENV, BASE_URLS)[0]}")
         build(data_dir)
 
     def make() -> Dataset:
@@ -100,7 +101,8 @@ def parse_idx(raw: bytes, fname: str) -> np.ndarray:
     shape = tuple(int(s) for s in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
     size = int(np.prod(shape))
     if len(raw) != head + size:
-        raise UserError(f"{fname}: corrupted: header says shape {shape} ({head + size} bytes), file has {len(raw)} bytes")
+        raise UserError(f"{fname}: corrupted: header says shape {shape} ({head + size} bytes), "
+                        f"file has {len(raw)} bytes")
     return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(shape)
 
 
@@ -113,7 +115,8 @@ def _fetch_idx(fname: str, data_dir: Path) -> np.ndarray:
         raise UserError(f"{fname} from {src}: corrupted: not a valid gzip file ({one_line(e)})") from None
     md5 = hashlib.md5(raw).hexdigest()
     if md5 != IDX_MD5[fname]:
-        raise UserError(f"{fname} from {src}: corrupted: md5 of the uncompressed file is {md5}, expected {IDX_MD5[fname]}")
+        raise UserError(f"{fname} from {src}: corrupted: md5 of the uncompressed file is {md5}, "
+                        f"expected {IDX_MD5[fname]}")
     return parse_idx(raw, fname)
 
 
@@ -138,7 +141,8 @@ def build(data_dir: Path) -> Path:
 
 
 class Mnist(DataSource):
-    """MNIST (70000 x 784, 10 classes) from ``data_dir/mnist.npz``, downloaded (and verified) when missing and allowed."""
+    """MNIST (70000 x 784, 10 classes) from ``data_dir/mnist.npz``, downloaded (and verified) when missing
+    and allowed."""
 
     name = "mnist"
 

@@ -73,7 +73,8 @@ def _labeled_mask(labeled: np.ndarray, n: int, p: str) -> np.ndarray:
     labeled = np.asarray(labeled)
     if labeled.ndim == 1 and labeled.dtype.kind == "b":
         if labeled.size != n:
-            raise UserError(f"{p}: array 'labeled' is a mask of {labeled.size} values but y has {n}; they must be equal")
+            raise UserError(f"{p}: array 'labeled' is a mask of {labeled.size} values but y has {n}; "
+                            "they must be equal")
         return labeled.copy()
     if labeled.ndim == 1 and labeled.dtype.kind in "iu":
         if labeled.size and (labeled.min() < 0 or labeled.max() >= n):
@@ -112,7 +113,8 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
         raise
     except ValueError as e:
         if "pickle" in str(e):
-            raise UserError(f"{p}: holds object arrays (pickled); save X and y as plain numeric/string arrays") from None
+            raise UserError(f"{p}: holds object arrays (pickled); "
+                            "save X and y as plain numeric/string arrays") from None
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None

@@ -142,7 +142,8 @@ def fit_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int,
     return model, model.read(proj), sigma
 
 
-def numerical_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int, eps_scale: float) -> tuple[np.ndarray, np.ndarray]:
+def numerical_eigenfunctions(X: np.ndarray, k: int, n_pca: int, n_bins: int,
+                             eps_scale: float) -> tuple[np.ndarray, np.ndarray]:
     """(U (n x (k+1)), sigma (k+1,)) of :func:`fit_eigenfunctions`."""
     _, U, sigma = fit_eigenfunctions(X, k, n_pca, n_bins, eps_scale)
     return U, sigma

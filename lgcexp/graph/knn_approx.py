@@ -14,7 +14,8 @@ neighbour lists come from an approximate index:
 For large, high-dimensional data (a million 784-d images on two cores) the search can run in a lower
 dimension: ``pca=p`` projects the data onto its first p principal components (eigenvectors of the
 covariance of ``train_size`` points drawn with a fixed seed; the projection is applied block by block so a
-memory-mapped X is never copied whole) and builds the index there. The projected distances are not the data's: ``refine=r`` (r >= 2) asks
+memory-mapped X is never copied whole) and builds the index there. The projected distances are not the data's:
+``refine=r`` (r >= 2) asks
 the index for r times as many neighbours and re-ranks them by their exact distance in the original space
 (Jégou, Tavenard, Douze & Amsaleg, "Searching in one billion vectors: re-rank with source coding", ICASSP
 2011, do the same after a compressed search), so the graph's distances, weights and sigma are the original
