@@ -64,6 +64,22 @@ def weighted_sample(weights: np.ndarray, m: int, rng: np.random.Generator) -> np
     return np.sort(order[:m]).astype(np.int64)
 
 
+def flip_exact_count(y_clean: np.ndarray, n_classes: int, rate: float,
+                     draw: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Exactly :func:`noisy_count` labels flipped, chosen by an instance-dependent model: ``draw(m)``
+    returns (the ``m`` indices to flip, their new labels). Nothing is drawn when no label flips or there
+    is a single class. Returns (observed labels, flipped mask)."""
+    m = noisy_count(y_clean.size, float(rate))
+    y_obs = y_clean.copy()
+    flipped = np.zeros(y_clean.size, dtype=bool)
+    if m == 0 or n_classes < 2:
+        return y_obs, flipped
+    picks, labels = draw(m)
+    y_obs[picks] = labels
+    flipped[picks] = True
+    return y_obs, flipped
+
+
 class NoiseModel(Configurable):
     """Base class: subclasses declare ``_parameter_constraints`` and implement ``_corrupt`` and
     ``transition_matrix``."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..label_issues import oof_logistic_probs
 from ..params import Interval
-from .base import RATE, NoiseModel, noisy_count, uniform_transition, weighted_sample
+from .base import RATE, NoiseModel, flip_exact_count, uniform_transition, weighted_sample
 
 __all__ = ["ConfusionNoise", "oof_logistic_probs"]
 
@@ -73,14 +73,10 @@ class ConfusionNoise(NoiseModel):
 
     def _corrupt(self, y_clean: np.ndarray, n_classes: int, seed: int, X: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
-        m = noisy_count(y_clean.size, float(self.rate))
-        y_obs = y_clean.copy()
-        flipped = np.zeros(y_clean.size, dtype=bool)
-        if m == 0 or n_classes < 2:
-            return y_obs, flipped
-        conf, target = self.confusion(X, y_clean, n_classes, seed)
-        rng = np.random.default_rng([int(seed), 0x636F6E66])  # stream "conf"
-        picks = weighted_sample(conf, m, rng)
-        y_obs[picks] = target[picks]
-        flipped[picks] = True
-        return y_obs, flipped
+        def draw(m: int) -> tuple[np.ndarray, np.ndarray]:
+            conf, target = self.confusion(X, y_clean, n_classes, seed)
+            rng = np.random.default_rng([int(seed), 0x636F6E66])  # stream "conf"
+            picks = weighted_sample(conf, m, rng)
+            return picks, target[picks]
+
+        return flip_exact_count(y_clean, n_classes, self.rate, draw)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..params import Interval
-from .base import RATE, NoiseModel, noisy_count, uniform_transition, weighted_sample
+from .base import RATE, NoiseModel, flip_exact_count, uniform_transition, weighted_sample
 
 
 def standardise(X: np.ndarray) -> np.ndarray:
@@ -100,13 +100,9 @@ class IDNNoise(NoiseModel):
 
     def _corrupt(self, y_clean: np.ndarray, n_classes: int, seed: int, X: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
-        m = noisy_count(y_clean.size, float(self.rate))
-        y_obs = y_clean.copy()
-        flipped = np.zeros(y_clean.size, dtype=bool)
-        if m == 0 or n_classes < 2:
-            return y_obs, flipped
-        q, others, rng = self.instance_transitions(X, y_clean, n_classes, seed)
-        picks = weighted_sample(q, m, rng)
-        y_obs[picks] = draw_rows(others[picks], rng)
-        flipped[picks] = True
-        return y_obs, flipped
+        def draw(m: int) -> tuple[np.ndarray, np.ndarray]:
+            q, others, rng = self.instance_transitions(X, y_clean, n_classes, seed)
+            picks = weighted_sample(q, m, rng)
+            return picks, draw_rows(others[picks], rng)
+
+        return flip_exact_count(y_clean, n_classes, self.rate, draw)
