@@ -12,9 +12,7 @@ Constructors (``__init__``) only store their arguments; validation runs once, at
 in the pipeline's pre-flight, never in ``__init__``.
 
 The same tables check the scikit-learn estimators' nested parameters (:mod:`lgcexp.sklearn` holds the
-stage objects themselves and validates each with its own table at ``fit``). :func:`sklearn_constraints`
-translates a table into scikit-learn's own constraint objects (``Interval``, ``StrOptions``, ...) for code
-that wants them.
+stage objects themselves and validates each with its own table at ``fit``).
 """
 from __future__ import annotations
 
@@ -30,7 +28,6 @@ __all__ = [
     "Interval", "Options", "Boolean", "String", "NoneValue", "Array", "Mapping_", "Constraint",
     "positive", "unit_open", "check_value", "check_params", "describe", "fmt_value", "constructor_defaults",
     "Configurable",
-    "sklearn_constraints",
 ]
 
 
@@ -57,11 +54,6 @@ class Constraint:
 
     def __str__(self) -> str:  # pragma: no cover - interface
         raise NotImplementedError
-
-    def to_sklearn(self) -> Any:  # pragma: no cover - interface
-        """The same constraint in scikit-learn's ``_parameter_constraints`` vocabulary."""
-        raise NotImplementedError
-
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
@@ -112,16 +104,6 @@ class Interval(Constraint):
         right = "]" if self.closed in ("both", "right") else ")"
         return f"{what} in {left}{_num(lo)}, {_num(hi)}{right}"
 
-    def to_sklearn(self) -> Any:
-        from sklearn.utils._param_validation import Interval as SkInterval
-
-        left = self.closed in ("both", "left") and self.low is not None
-        right = self.closed in ("both", "right") and self.high is not None
-        closed = {(True, True): "both", (True, False): "left", (False, True): "right", (False, False): "neither"}
-        kind = numbers.Integral if self.kind == "int" else numbers.Real
-        return SkInterval(kind, self.low, self.high, closed=closed[(left, right)])
-
-
 @dataclass(frozen=True)
 class Options(Constraint):
     """One of a fixed set of values (strings, usually)."""
@@ -139,26 +121,12 @@ class Options(Constraint):
             return fmt_value(self.values[0])
         return "one of " + ", ".join(fmt_value(o) for o in self.values)
 
-    def to_sklearn(self) -> Any:
-        from sklearn.utils._param_validation import Options as SkOptions
-        from sklearn.utils._param_validation import StrOptions
-
-        if all(isinstance(o, str) for o in self.values):
-            return StrOptions(set(self.values))
-        kinds = {type(o) for o in self.values}
-        return SkOptions(kinds.pop() if len(kinds) == 1 else object, set(self.values))
-
-
 class Boolean(Constraint):
     def is_satisfied_by(self, v: Any) -> bool:
         return isinstance(v, bool) or type(v).__name__ == "bool_"
 
     def __str__(self) -> str:
         return "true or false"
-
-    def to_sklearn(self) -> Any:
-        return "boolean"
-
 
 class String(Constraint):
     """A non-empty string (a path, a column name, ...)."""
@@ -172,20 +140,12 @@ class String(Constraint):
     def __str__(self) -> str:
         return self.what
 
-    def to_sklearn(self) -> Any:
-        return str
-
-
 class NoneValue(Constraint):
     def is_satisfied_by(self, v: Any) -> bool:
         return v is None
 
     def __str__(self) -> str:
         return "null"
-
-    def to_sklearn(self) -> Any:
-        return None
-
 
 class Array(Constraint):
     """A list (or tuple) whose items each satisfy ``item``; ``length`` fixed when given."""
@@ -201,10 +161,6 @@ class Array(Constraint):
     def __str__(self) -> str:
         return self.what or f"a list of {self.item}"
 
-    def to_sklearn(self) -> Any:
-        return "array-like"
-
-
 class Mapping_(Constraint):
     """A mapping (free-form sub-config)."""
 
@@ -213,10 +169,6 @@ class Mapping_(Constraint):
 
     def __str__(self) -> str:
         return "a mapping"
-
-    def to_sklearn(self) -> Any:
-        return dict
-
 
 #: shorthands used by the tables
 def positive(kind: str = "real") -> Interval:
@@ -259,15 +211,6 @@ def check_params(params: Mapping[str, Any], table: Mapping[str, Any], prefix: st
             where = f" of {owner}" if owner else ""
             raise UserError(f"{prefix}{k} is not a parameter{where}; allowed: {allowed}")
         check_value(f"{prefix}{k}", v, table[k])
-
-
-def sklearn_constraints(table: Mapping[str, Iterable[Constraint]],
-                        rename: Mapping[str, str] | None = None) -> dict[str, list]:
-    """A constraint table in scikit-learn's ``_parameter_constraints`` form (what
-    ``sklearn.base._fit_context`` validates). ``rename`` maps a table key to the estimator's parameter name
-    (``{"k": "n_neighbors"}``); keys absent from the table are not produced."""
-    rename = dict(rename or {})
-    return {rename.get(k, k): [c.to_sklearn() for c in cs] for k, cs in table.items()}
 
 
 def constructor_defaults(cls: type) -> dict[str, Any]:
