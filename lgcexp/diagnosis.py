@@ -91,7 +91,7 @@ def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped:
         if known.all():
             is_flipped = is_flipped.astype(bool)
     frame = issues_frame(given.labeled, given.classes[given.y], given.classes[issues.suggested], issues.quality,
-                         issues.is_issue, is_flipped)
+                         issues.is_issue, is_flipped, issues.issue_probability)
     write_table(Path(out_dir) / ISSUES_FILE, frame)
     written = [ISSUES_FILE]
     try:
@@ -414,6 +414,9 @@ def format_summary(r: dict[str, Any]) -> str:
                      f"(label_issues.csv: every given label, most suspicious first, with a suggested label)")
         if r.get("detect_estimated_issues") is not None:
             lines.append(f"  confident learning estimates {r['detect_estimated_issues']} of the given labels are wrong")
+        if r.get("detect_expected_issues") is not None:
+            lines.append(f"  the flags' probabilities (issue_probability) add up to {r['detect_expected_issues']:.0f} "
+                         "wrong labels")
     if r.get("data_issues"):
         a = r["data_issues"]
         lines.append(f"  data issues: {a['n_outliers']} outliers, {a['n_near_duplicates']} near-duplicates in "

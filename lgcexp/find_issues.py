@@ -23,32 +23,13 @@ BASELINE_METHODS = ("knn",)
 
 
 def _as_graph(graph: Any, n: int) -> Any:
-    """A :class:`lgcexp.graph.Graph` from a Graph or a symmetric non-negative (n x n) affinity matrix."""
-    import hashlib
-
-    import scipy.sparse as sp
-
-    from .cache import stable_hash
+    """A :class:`lgcexp.graph.Graph` from a Graph or an (n x n) affinity matrix, checked by the rules of
+    ``graph=precomputed`` (:func:`lgcexp.graph.precomputed.graph_from_matrix`; self-loops dropped)."""
     from .errors import UserError
     from .graph import Graph
+    from .graph.precomputed import graph_from_matrix
 
-    if isinstance(graph, Graph):
-        G = graph
-    else:
-        W = sp.csr_matrix(graph, dtype=np.float64)
-        if W.shape != (n, n):
-            raise UserError(f"graph: an affinity of shape {W.shape} does not fit {n} labels; it must be ({n}, {n})")
-        if W.nnz and (W.data.min() < 0 or not np.isfinite(W.data).all()):
-            raise UserError("graph: the affinity must be finite and non-negative")
-        if abs(W - W.T).max() > 1e-10 * max(1.0, abs(W).max()):
-            raise UserError("graph: the affinity must be symmetric")
-        W = W.tolil()
-        W.setdiag(0.0)
-        W = W.tocsr()
-        W.eliminate_zeros()
-        digest = hashlib.sha256(W.data.tobytes() + W.indices.tobytes() + W.indptr.tobytes()).hexdigest()
-        key = stable_hash({"W": digest})
-        G = Graph(W=W, sigma=float("nan"), key=f"user-{key}")
+    G = graph if isinstance(graph, Graph) else graph_from_matrix(graph, n, "graph", diagonal="drop")
     if G.n != n:
         raise UserError(f"graph: it has {G.n} nodes but there are {n} labels (one per point, -1 = unlabelled)")
     if (G.degree <= 0).any():
@@ -76,7 +57,9 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
 
     ``df.attrs["estimated_issues"]``: confident learning's estimate of how many labels are wrong
-    (:func:`lgcexp.label_issues.estimate_issues`); ``df.attrs["method"]``: the method used.
+    (:func:`lgcexp.label_issues.estimate_issues`); ``df.attrs["expected_issues"]``: the sum of the column
+    ``issue_probability`` (each label's probability of being wrong,
+    :func:`lgcexp.label_issues.issue_probability`); ``df.attrs["method"]``: the method used.
 
     Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
     ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
@@ -156,7 +139,9 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         flipped[known] = (y_clean != y)[known]
         if known.all():
             flipped = flipped.astype(bool)
-    df = issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped)
+    df = issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped,
+                      judged.issue_probability)
     df.attrs["estimated_issues"] = judged.estimated_issues  # confident learning's estimate of the wrong labels
+    df.attrs["expected_issues"] = judged.expected_issues  # the sum of issue_probability
     df.attrs["method"] = method
     return df

@@ -29,7 +29,7 @@ and the algorithms, which import it for their judgements).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from .params import Boolean, Configurable, Interval, Options
 __all__ = [
     "ISSUES_FILE", "CUTS", "CL_FILTERS", "LabelJudgement", "DetectOptions", "normalize_rows", "label_quality",
     "suggested_labels", "graph_loo_probs", "shrinkage_lda", "feature_probs", "oof_logistic_probs", "combine_views",
+    "issue_probability",
     "confident_thresholds", "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide",
     "knn_oof_probs", "detection_metrics", "issues_frame",
     "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame",
@@ -53,7 +54,8 @@ CL_FILTERS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_joint"
 #: ``method``
 CUTS = ("consensus", "suggested", *CL_FILTERS, "threshold", "method")
 #: the columns of label_issues.csv, in order (``is_flipped`` only where clean labels are known)
-COLUMNS = ("index", "given_label", "suggested_label", "label_quality", "is_label_issue", "is_flipped")
+COLUMNS = ("index", "given_label", "suggested_label", "label_quality", "issue_probability", "is_label_issue",
+           "is_flipped")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -399,6 +401,36 @@ def estimate_issues(probs: np.ndarray, y: np.ndarray) -> int:
     return int(N.sum() - np.trace(N))
 
 
+def issue_probability(views: Sequence[np.ndarray], y: np.ndarray, prior: np.ndarray | None = None,
+                      floor: float = 1e-4) -> np.ndarray:
+    """How sure each flag is: the probability that the given label is wrong, in [0, 1].
+
+    ``views``: one or more class distributions of the labelled points (l x c each), each made without the
+    point's own label (the method's leave-one-out evidence; the out-of-fold feature view). Read as
+    conditionally independent experts, their posterior is the product of the views divided by the class
+    prior once per extra view, ``P(j | views) ∝ prod_v (p_vj + floor) / prior_j^(V-1)`` (``prior``: the
+    label fractions by default; with one view it is that view), and the probability of a wrong label is
+    ``1 - P(y_i | views)``. The geometric mean that ranks the labels (:func:`combine_views`) is this
+    posterior at temperature V. Rows where the first view has no evidence get 0. The sum over the labels
+    estimates how many are wrong; docs/label_issues.md#probability measures both against the truth."""
+    y = np.asarray(y, dtype=np.int64)
+    views = [np.asarray(v, dtype=np.float64) for v in views]
+    out = np.zeros(y.size)
+    if not y.size or not views:
+        return out
+    c = views[0].shape[1]
+    if len(views) == 1:
+        P = normalize_rows(views[0])
+    else:
+        pi = (np.bincount(y, minlength=c) / y.size) if prior is None else np.asarray(prior, dtype=np.float64)
+        logp = sum(np.log(v + floor) for v in views) - (len(views) - 1) * np.log(np.maximum(pi, floor))[None, :]
+        logp -= logp.max(axis=1, keepdims=True)
+        P = normalize_rows(np.exp(logp))
+    out = 1.0 - P[np.arange(y.size), y]
+    out[~_has_evidence(views[0])] = 0.0
+    return np.clip(out, 0.0, 1.0)
+
+
 def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
     """Integers per cell whose row sums are ``totals``: each cell's floor, plus one for the cells with the
     largest remainders (largest-remainder rounding, row by row)."""
@@ -559,17 +591,22 @@ def detection_metrics(quality: np.ndarray, is_issue: np.ndarray, flipped: np.nda
 
 
 def issues_frame(index: np.ndarray, given: np.ndarray, suggested: np.ndarray, quality: np.ndarray,
-                 is_issue: np.ndarray, flipped: np.ndarray | None = None) -> pd.DataFrame:
+                 is_issue: np.ndarray, flipped: np.ndarray | None = None,
+                 probability: np.ndarray | None = None) -> pd.DataFrame:
     """``label_issues.csv`` as a DataFrame: one row per labelled point, the flagged labels first, each group
     by increasing quality (most suspicious first), ties by index. ``flipped``: None where no clean label is
-    known (the column is left out); an object array with None where only some are."""
+    known (the column is left out); an object array with None where only some are. ``probability``: each
+    label's probability of being wrong (column ``issue_probability`` after ``label_quality``; None: left
+    out)."""
     cols: dict[str, Any] = {
         "index": np.asarray(index),
         "given_label": np.asarray(given),
         "suggested_label": np.asarray(suggested),
         "label_quality": np.asarray(quality, dtype=np.float64),
-        "is_label_issue": np.asarray(is_issue, dtype=bool),
     }
+    if probability is not None:
+        cols["issue_probability"] = np.asarray(probability, dtype=np.float64)
+    cols["is_label_issue"] = np.asarray(is_issue, dtype=bool)
     if flipped is not None:
         cols["is_flipped"] = np.asarray(flipped)
     import pandas as pd
@@ -584,7 +621,9 @@ class JudgedLabels:
     """The outcome of :func:`judge` on the labelled points (in the order of the labelled set): ``probs``
     the reported distribution, ``quality``, ``suggested``, ``is_issue``, the ``cut`` applied, the
     judgement's ``source``, whether the feature view took part (``features``) and its out-of-fold agreement
-    with the labels the method keeps (``feature_agreement``; None where it was not fitted)."""
+    with the labels the method keeps (``feature_agreement``; None where it was not fitted), confident
+    learning's estimate of the number of wrong labels (``estimated_issues``) and each label's probability of
+    being wrong (``issue_probability``, :func:`issue_probability` over the views that took part)."""
 
     probs: np.ndarray
     quality: np.ndarray
@@ -595,6 +634,12 @@ class JudgedLabels:
     features: bool
     feature_agreement: float | None = None
     estimated_issues: int | None = None
+    issue_probability: np.ndarray | None = None
+
+    @property
+    def expected_issues(self) -> float | None:
+        """The expected number of wrong labels: the sum of :attr:`issue_probability`."""
+        return None if self.issue_probability is None else float(np.sum(self.issue_probability))
 
 
 def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions:
@@ -619,6 +664,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     evidence = np.asarray(judgement.probs, dtype=np.float64)
     n_classes = evidence.shape[1]
     probs, used, agreement = evidence, False, None
+    views = [evidence]
     if opts.features and X is not None and y.size:
         own_issue = suggested_labels(evidence, y) != y
         fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds, model=feature_model)
@@ -626,6 +672,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
             agreement = float(np.mean(fp.argmax(axis=1)[~own_issue] == y[~own_issue]))
             if agreement >= opts.min_agreement:
                 probs, used = combine_views(evidence, fp), True
+                views.append(fp)
     cut = opts.cut
     if cut == "method" and judgement.decision is None:
         import logging
@@ -637,7 +684,8 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
                       min_per_class=opts.min_per_class, evidence=evidence)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
-                        feature_agreement=agreement, estimated_issues=estimate_issues(probs, y))
+                        feature_agreement=agreement, estimated_issues=estimate_issues(probs, y),
+                        issue_probability=issue_probability(views, y))
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
@@ -663,6 +711,7 @@ def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"detect_cut": judged.cut, "detect_features": judged.features,
                            "detect_feature_agreement": judged.feature_agreement, "detect_source": judged.source,
                            "detect_estimated_issues": judged.estimated_issues,
+                           "detect_expected_issues": judged.expected_issues,
                            "n_label_issues": int(judged.is_issue.sum())}
     if known.any():
         out.update(detection_metrics(judged.quality[known], judged.is_issue[known], split.flipped[known],
@@ -685,4 +734,4 @@ def run_frame(judged: JudgedLabels, split: Any, label_values: np.ndarray | None 
         return np.asarray(k) if label_values is None else np.asarray(label_values)[np.asarray(k)]
 
     return issues_frame(split.labeled, values(split.y_observed), values(judged.suggested), judged.quality,
-                        judged.is_issue, flipped)
+                        judged.is_issue, flipped, judged.issue_probability)

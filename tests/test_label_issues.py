@@ -289,6 +289,60 @@ def test_issues_frame_order_and_columns():
     assert df["index"].tolist() == [12, 11, 13, 10]  # flagged first, each by quality, ties by index
 
 
+def _posterior_by_enumeration(views, y, prior, floor):
+    """The product-of-experts posterior written out class by class, for one row at a time."""
+    l, c = views[0].shape
+    out = np.zeros(l)
+    for i in range(l):
+        if views[0][i].sum() == 0:
+            continue
+        score = np.ones(c)
+        for j in range(c):
+            for v in views:
+                score[j] *= v[i, j] + floor
+            score[j] /= max(prior[j], floor) ** (len(views) - 1)
+        out[i] = 1.0 - score[y[i]] / score.sum()
+    return out
+
+
+@pytest.mark.parametrize("n_views", [1, 2, 3])
+def test_issue_probability_against_enumeration(n_views):
+    rng = np.random.default_rng(n_views)
+    l, c = 40, 4
+    views = [rng.dirichlet(np.full(c, 0.5), size=l) for _ in range(n_views)]
+    views[0][3] = 0.0  # no evidence: probability 0
+    y = rng.integers(0, c, size=l)
+    prior = np.bincount(y, minlength=c) / l
+    got = li.issue_probability(views, y)
+    if n_views == 1:
+        want = 1.0 - li.normalize_rows(views[0])[np.arange(l), y]
+        want[3] = 0.0
+    else:
+        want = _posterior_by_enumeration(views, y, prior, 1e-4)
+    assert got[3] == 0.0 and np.allclose(got, want, atol=1e-12)
+    # an explicit prior replaces the label fractions
+    flat = np.full(c, 1.0 / c)
+    if n_views > 1:
+        assert np.allclose(li.issue_probability(views, y, prior=flat),
+                           _posterior_by_enumeration(views, y, flat, 1e-4), atol=1e-12)
+
+
+def test_judge_reports_issue_probability_of_the_views_used():
+    rng = np.random.default_rng(0)
+    X, y = two_clusters(n_per=60, seed=1)
+    wrong = rng.choice(y.size, 10, replace=False)
+    y_obs = y.copy()
+    y_obs[wrong] = 1 - y_obs[wrong]
+    evidence = li.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
+    with_view = li.judge(li.LabelJudgement(probs=evidence), y_obs, None, X=X)
+    alone = li.judge(li.LabelJudgement(probs=evidence), y_obs, {"features": False}, X=X)
+    assert with_view.features and not alone.features
+    assert np.allclose(alone.issue_probability, 1.0 - evidence[np.arange(y.size), y_obs])
+    assert with_view.expected_issues == pytest.approx(with_view.issue_probability.sum())
+    # two agreeing views are surer than one: the wrong labels' probabilities go up
+    assert (with_view.issue_probability[wrong] > alone.issue_probability[wrong]).all()
+
+
 # --- the Python entry point -------------------------------------------------------------------------------
 
 
@@ -308,8 +362,12 @@ def _toy_labels(seed: int = 0):
 def test_find_label_issues_on_two_clusters(method, params):
     X, labels, names, wrong = _toy_labels()
     df = find_label_issues(X, labels, method=method, params=params, clean_labels=names)
-    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue",
-                                "is_flipped"]
+    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
+                                "is_label_issue", "is_flipped"]
+    assert df["issue_probability"].between(0, 1).all()
+    flagged = df["is_label_issue"].to_numpy()
+    assert df["issue_probability"][flagged].min() > df["issue_probability"][~flagged].mean()
+    assert df.attrs["expected_issues"] == pytest.approx(df["issue_probability"].sum())
     assert len(df) == 40 and df["label_quality"].between(0, 1).all()
     assert sorted(df.loc[df["is_label_issue"], "index"]) == wrong
     assert sorted(df["index"][:4]) == wrong  # most suspicious first
@@ -328,8 +386,17 @@ def test_find_label_issues_with_a_graph_only_and_bad_input():
     assert sorted(df.loc[df["is_label_issue"], "index"]) == wrong and "is_flipped" not in df.columns
     with pytest.raises(UserError, match="give X"):
         find_label_issues(None, labels)
-    with pytest.raises(UserError, match="symmetric"):
+    with pytest.raises(UserError, match="^graph: the matrix is not symmetric"):
         find_label_issues(None, labels, graph=np.triu(W))
+    # the checks of graph=precomputed, self-loops dropped: the same judgement as without them
+    looped = find_label_issues(None, labels, graph=W + np.eye(W.shape[0]), method="lgc")
+    pd.testing.assert_frame_equal(looped, df)
+    with pytest.raises(UserError, match=r"^graph: the matrix is 5 x 5 but the data has"):
+        find_label_issues(None, labels, graph=W[:5, :5])
+    negative = W.copy()
+    negative[0, 1] = -1.0
+    with pytest.raises(UserError, match=r"^graph: 1 entries are negative"):
+        find_label_issues(None, labels, graph=negative)
     with pytest.raises(UserError, match="cut=foo"):
         find_label_issues(X, labels, cut="foo")
     with pytest.raises(UserError, match="does not judge labels"):
@@ -358,8 +425,9 @@ def test_run_writes_label_issues_and_metrics(tmp_path):
 
     r = run(make_cfg("algo=lgc", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "lgc")
     df = pd.read_csv(tmp_path / "lgc" / li.ISSUES_FILE)
-    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue",
-                                "is_flipped"]
+    assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
+                                "is_label_issue", "is_flipped"]
+    assert r["detect_expected_issues"] == pytest.approx(df["issue_probability"].sum())
     assert len(df) == r["n_labeled"] and df["is_flipped"].sum() == r["n_flipped"] == 20
     flagged = df[df["is_label_issue"]]
     assert (flagged["suggested_label"] != flagged["given_label"]).all()

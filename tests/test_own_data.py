@@ -296,7 +296,8 @@ def test_diagnosis_run_without_truth(tmp_path):
     assert res["label_issue_report"] == ["label_issues.csv", "label_issues.png"] and r["mode"] == "diagnosis"
     # the report: one row per given label, the two wrong ones flagged first, in the file's label values
     issues = pd.read_csv(out / "label_issues.csv")
-    assert list(issues.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue"]
+    assert list(issues.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
+                                    "is_label_issue"]
     assert len(issues) == 30 and sorted(issues["index"][:2]) == [8, 48]
     assert issues["is_label_issue"].sum() == 2 and res["n_label_issues"] == 2
     assert issues["given_label"][issues["index"] == 8].item() == "dog"          # blob 0 is "cat"

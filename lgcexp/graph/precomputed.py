@@ -86,6 +86,8 @@ class PrecomputedGraph(GraphBuilder):
     def _refuse(self, why: str, prefix: str | None = None) -> UserError:
         if prefix == _IN_MEMORY:
             return UserError(f"X is not allowed as a precomputed graph (graph='precomputed'): {why}")
+        if prefix is not None and prefix.startswith(_ARGUMENT):
+            return UserError(f"{prefix[len(_ARGUMENT):]}: {why}")
         prefix = self.config_prefix if prefix is None else prefix
         return UserError(f"{prefix}path={fmt_value(self.path)} is not allowed: {why}")
 
@@ -221,6 +223,17 @@ class PrecomputedGraph(GraphBuilder):
 
 #: the ``prefix`` that makes a refusal name the in-memory matrix X
 _IN_MEMORY = "\0in-memory"
+#: the start of a ``prefix`` that makes a refusal name a Python argument (the rest of the prefix)
+_ARGUMENT = "\0argument:"
+
+
+def graph_from_matrix(M: Any, n: int | None, argument: str, diagonal: str = "refuse") -> Graph:
+    """A checked :class:`Graph` from an affinity matrix given in memory to a Python function (dense or sparse;
+    the checks of ``graph=precomputed``: :meth:`PrecomputedGraph.check_matrix`), refusals naming the
+    function's ``argument``; ``diagonal``: ``refuse`` or ``drop`` self-loops. Keyed by its content."""
+    builder = PrecomputedGraph(diagonal=diagonal)
+    W, info = builder.check_matrix(M, n, _ARGUMENT + argument)
+    return Graph(W=W, sigma=float("nan"), key=stable_hash({"precomputed": _content_hash(W), "v": 1}), info=info)
 
 
 def _content_hash(W: sp.csr_matrix) -> str:
