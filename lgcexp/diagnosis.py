@@ -424,8 +424,9 @@ def format_summary(r: dict[str, Any]) -> str:
     if "acc_unlabeled" in r:
         scored = (f" ({r['n_scored_unlabeled']} + {r['n_scored_labeled']} points with one)"
                   if "n_scored_unlabeled" in r else "")
-        lines.append(f"  accuracy against the file's clean labels{scored}: "
-                     f"unlabelled {100 * r['acc_unlabeled']:.2f}%   "
+        unl = (f"unlabelled {100 * r['acc_unlabeled']:.2f}%   "
+               if r['acc_unlabeled'] is not None and np.isfinite(r['acc_unlabeled']) else "")
+        lines.append(f"  accuracy against the file's clean labels{scored}: {unl}"
                      f"labelled {100 * r['acc_labeled']:.2f}%   given labels wrong: {r['n_flipped']}")
     else:
         lines.append("  no clean labels: no accuracy against truth (see predictions.csv)")

@@ -15,11 +15,25 @@ from .label_issues import DetectOptions, LabelJudgement, choose_feature_model, i
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BASELINE_METHODS", "find_label_issues"]
+__all__ = ["BASELINE_METHODS", "default_method", "find_label_issues"]
 
 
 #: ``method`` values of :func:`find_label_issues` besides the registered algorithms that judge labels
 BASELINE_METHODS = ("knn",)
+
+
+def default_method(n_labeled: int, n: int) -> str:
+    """The judging method when none is named: ``lgc`` where at least
+    :data:`lgcexp.label_issues.FULL_LABELLED_SHARE` of the points are labelled (measured on realistic noise
+    with every point labelled, docs/label_issues.md#realistic: as good as AutoL's or better, and several
+    times faster) or above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels; ``autoL`` otherwise (the paper's
+    setting: a few sampled labels, where its learnt weights win)."""
+    from .label_issues import FULL_LABELLED_SHARE
+    from .loo import DENSE_MAX_LABELS
+
+    if n_labeled > DENSE_MAX_LABELS or (n and n_labeled >= FULL_LABELLED_SHARE * n):
+        return "lgc"
+    return "autoL"
 
 
 def _as_graph(graph: Any, n: int) -> Any:
@@ -50,8 +64,9 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     ``X``), a :class:`lgcexp.graph.Graph`, or a symmetric (n x n) affinity matrix (sparse or dense).
     ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see :mod:`lgcexp.algorithms`)
     with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on ``X``); None (default):
-    ``autoL`` up to :data:`lgcexp.loo.DENSE_MAX_LABELS` labels, ``lgc`` above (its leave-one-out needs no
-    l x l matrix, :mod:`lgcexp.loo`). A dense method that cannot fit in memory is refused before any work.
+    :func:`default_method` (``autoL`` for a few sampled labels, ``lgc`` where most points are labelled or
+    above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels: its leave-one-out needs no l x l matrix,
+    :mod:`lgcexp.loo`). A dense method that cannot fit in memory is refused before any work.
     ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
     trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
     ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
@@ -99,10 +114,10 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         ok = (pos < c) & (classes[np.minimum(pos, c - 1)] == cc.values[labeled][known])
         yk = np.where(ok, pos, -2)
         y_clean[np.flatnonzero(known)] = yk
-    from .loo import DENSE_MAX_LABELS, DENSE_METHODS, dense_refusal
+    from .loo import DENSE_METHODS, dense_refusal
 
     if method is None:
-        method = "autoL" if labeled.size <= DENSE_MAX_LABELS else "lgc"
+        method = default_method(labeled.size, n)
     why = dense_refusal(method, labeled.size, "method") if method in DENSE_METHODS else None
     if why:
         raise UserError(why)

@@ -178,7 +178,8 @@ def format_summary(r: dict[str, Any]) -> str:
         f"lgcexp: dataset={r['dataset']} algo={r['algo']}" + (f" loss={r['loss']}" if r.get("loss") else "")
         + f" seed={r['seed']} noise={r.get('noise', 'uniform')}:{r['noise_rate']:.2f}",
         f"  n={r['n']}  classes={r['n_classes']}  labelled={r['n_labeled']}  flipped={r['n_flipped']}",
-        f"  accuracy: unlabelled {100 * r['acc_unlabeled']:.2f}%   labelled (vs clean) {100 * r['acc_labeled']:.2f}%",
+        "  accuracy: " + (f"unlabelled {100 * r['acc_unlabeled']:.2f}%   " if r["n"] > r["n_labeled"] else "")
+        + f"labelled (vs clean) {100 * r['acc_labeled']:.2f}%",
         f"  seconds: {stage_txt}  (total {sum(secs.values()):.2f})",
     ]
     if r.get("detect_cut") is not None:

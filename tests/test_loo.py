@@ -110,7 +110,15 @@ def test_dense_methods_refused_when_they_cannot_fit(monkeypatch):
     # the default method for many labels is lgc, which never needs the dense matrix
     monkeypatch.setattr(loo, "DENSE_MAX_LABELS", 50)
     df = find_label_issues(X, y)
-    assert len(df) == 500
+    assert len(df) == 500 and df.attrs["method"] == "lgc"
+
+
+def test_default_method_by_labelled_share():
+    from lgcexp.find_issues import default_method
+
+    assert default_method(1040, 7797) == "autoL"  # the paper's protocol: a few sampled labels
+    assert default_method(7797, 7797) == "lgc" and default_method(500, 1000) == "lgc"  # most points labelled
+    assert default_method(loo.DENSE_MAX_LABELS + 1, 10 * loo.DENSE_MAX_LABELS) == "lgc"  # too many for l x l
 
 
 def test_feature_model_by_labelled_share_and_logistic_view():
