@@ -46,10 +46,10 @@ Fitted attributes: ``classes_``, ``transduction_`` (the method's label for every
 ``label_distributions_`` (scores clipped at 0 and normalised per row; uniform where a row has no score),
 ``n_iter_``, ``graph_`` (:class:`lgcexp.graph.Graph`), ``graph_builder_`` and ``algorithm_`` (the fitted
 stage objects), ``sigma_`` (the Gaussian kernel's width as used, else None), and for methods that judge
-their labels ``label_quality_``, ``label_issues_`` and ``suggested_labels_`` (one entry per row of X; NaN,
-False and -1 at unlabelled rows). New points (``predict``, ``predict_proba``) are placed by the graph
-builder's own rule (:meth:`lgcexp.graph.GraphBuilder.extension`): the kernel-weighted vote of the kNN
-neighbours (scikit-learn's ``LabelSpreading`` rule), a new point's anchor codes, the eigenfunctions read
+their labels ``label_quality_``, ``issue_probability_``, ``label_issues_`` and ``suggested_labels_`` (one
+entry per row of X; NaN, NaN, False and -1 at unlabelled rows). New points (``predict``, ``predict_proba``)
+are placed by the graph builder's own rule (:meth:`lgcexp.graph.GraphBuilder.extension`): the kernel-weighted
+vote of the kNN neighbours (scikit-learn's ``LabelSpreading`` rule), a new point's anchor codes, the eigenfunctions read
 at the point, or (precomputed) the (m, n_train) affinities of the new points to the training points.
 ``score(X, y)`` is the accuracy on the rows of ``y`` that carry a label, so ``GridSearchCV`` works on partly
 labelled data.
@@ -325,6 +325,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             self.label_issues_[labeled] = issues.is_issue
             self.suggested_labels_ = np.full(n, None, dtype=object)
             self.suggested_labels_[labeled] = classes[issues.suggested]
+            self.issue_probability_ = np.full(n, np.nan)
+            self.issue_probability_[labeled] = issues.issue_probability
         return self
 
     # ---- new points ---------------------------------------------------------------------------------------

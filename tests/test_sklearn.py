@@ -326,6 +326,7 @@ def test_same_answers_as_the_command(case, tmp_path):
         idx = li["index"].to_numpy()
         assert np.array_equal(est.label_issues_[idx], li["is_label_issue"].to_numpy().astype(bool))
         assert np.allclose(est.label_quality_[idx], li["label_quality"].to_numpy(), rtol=1e-6, atol=1e-9)
+        assert np.allclose(est.issue_probability_[idx], li["issue_probability"].to_numpy(), rtol=1e-6, atol=1e-9)
         assert np.array_equal(est.suggested_labels_[idx], li["suggested_label"].to_numpy())
         assert est.label_issues_.sum() > 0 and not est.label_issues_[y_obj == -1].any()
     else:
