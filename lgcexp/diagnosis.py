@@ -106,14 +106,18 @@ SUSPICIOUS_FIGURE = "suspicious_examples.png"
 
 
 def report_data_issues(p: Any, data: Any, split: LabelSplit, issues: Any, features: Any, out: Path,
-                       result: dict[str, Any]) -> list[str]:
+                       result: dict[str, Any], graph: Any = None) -> list[str]:
     """``data_issues.csv`` (outliers and near-duplicates of every point, from the kNN lists of the graph's
-    features with the graph's k) and, for image-shaped data, ``suspicious_examples.png``; the counts go to
+    features with the graph's k: the graph's own exact lists where it keeps them, ``graph.neighbors``, else
+    searched here) and, for image-shaped data, ``suspicious_examples.png``; the counts go to
     ``result["data_issues"]``. Returns the names of the files written."""
     from . import data_issues as di
     from .records import write_table
 
-    audit = di.find_data_issues(np.asarray(features), k=int(getattr(p.graph, "k", 10) or 10))
+    k = int(getattr(p.graph, "k", 10) or 10)
+    lists = getattr(graph, "neighbors", None) if graph is not None else None
+    knn = (lists[0][:, :k], lists[1][:, :k]) if lists is not None and lists[0].shape[1] >= k else None
+    audit = di.find_data_issues(np.asarray(features), k=k, knn=knn)
     write_table(Path(out) / di.DATA_ISSUES_FILE, audit.frame())
     result["data_issues"] = audit.summary()
     log.info("data issues: %d outliers, %d near-duplicates in %d sets (%s)", result["data_issues"]["n_outliers"],
@@ -377,7 +381,7 @@ def label_columns(algorithm: Any, data: Any, split: LabelSplit) -> dict[str, np.
 
 
 def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: LabelSplit, issues: Any = None,
-                  features: Any = None) -> None:
+                  features: Any = None, graph: Any = None) -> None:
     """``labels.csv``, ``predictions.csv``, the label-issue report (``issues``: the judgement of a method
     that judges labels), the data audit (``data_issues.csv``, from the kNN lists of ``features``, the
     representation the graph was built on; :mod:`lgcexp.data_issues`), the picture of the most suspicious
@@ -390,7 +394,7 @@ def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: L
                         y_clean=split.y_clean)
     result["label_issue_report"] = list(report_label_issues(issues, given, out))
     if features is not None:
-        result["data_issue_report"] = report_data_issues(p, data, split, issues, features, out, result)
+        result["data_issue_report"] = report_data_issues(p, data, split, issues, features, out, result, graph)
     if p.config.get("plot"):
         y_true = data.y if data.truth_known.all() else None  # evaluation curves only where all truth is known
         result["figures"] = algorithm.plot(out, y_true=y_true, split=split)

@@ -70,7 +70,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         result.update(diagnosis.record_fields(p, data, split))
     if out_dir is not None:
         writer = diagnosis.write_outputs if data.has_given_labels else write_outputs
-        writer(p, Path(out_dir), result, data, split, issues=issues, features=X)
+        writer(p, Path(out_dir), result, data, split, issues=issues, features=X, graph=graph)
     return result
 
 
@@ -145,10 +145,10 @@ def _noise_counts(noise: Any) -> list[list[int]] | None:
 
 
 def write_outputs(p: RunPlan, out: Path, result: dict[str, Any], data: Dataset, split: LabelSplit,
-                  issues: Any = None, features: Any = None) -> None:
+                  issues: Any = None, features: Any = None, graph: Any = None) -> None:
     """``labels.csv``, ``label_issues.csv`` (methods that judge labels: ``issues``), figures (``plot=true``)
     and ``result.json`` (last: its presence marks the run done). ``features``: the graph's features (the
-    data audit of a diagnosis run reads them; not used here)."""
+    data audit of a diagnosis run reads them, with the ``graph``'s kNN lists; not used here)."""
     algorithm = p.algorithm
     columns = {
         "index": split.labeled,

@@ -127,3 +127,26 @@ def test_diagnosis_run_writes_the_audit_and_the_picture(tmp_path):
     assert r["data_issue_report"] == [di.DATA_ISSUES_FILE, "suspicious_examples.png"]
     assert "label_issues.csv" in r["label_issue_report"]
     assert (out / "suspicious_examples.png").stat().st_size > 1000
+
+
+def test_audit_reuses_the_graphs_exact_lists(planted, tmp_path):
+    """The exact kNN graph keeps its lists (built and read back from the cache); the audit from them is the
+    audit from a search of its own; an approximate search keeps none."""
+    from lgcexp.cache import Cache
+    from lgcexp.graph import GRAPH_BUILDERS
+
+    cache = Cache(tmp_path)
+    builder = GRAPH_BUILDERS.get("knn")(k=6, sigma=100.0)
+    built, hit = builder.build(planted, cache=cache)
+    again, hit2 = GRAPH_BUILDERS.get("knn")(k=6, sigma=100.0).build(planted, cache=Cache(tmp_path))
+    assert not hit and hit2
+    own = di.find_data_issues(planted, k=6).frame()
+    for g in (built, again):
+        dist, idx = g.neighbors
+        assert dist.shape[0] == planted.shape[0] and dist.shape[1] >= 6
+        bd, _, _ = brute(planted, 6)
+        np.testing.assert_allclose(dist[:, :6], bd, atol=1e-3)
+        reused = di.find_data_issues(planted, k=6, knn=(dist[:, :6], idx[:, :6])).frame()
+        pd.testing.assert_frame_equal(reused, own)
+    approx, _ = GRAPH_BUILDERS.get("knn_approx")(k=6, sigma=100.0).build(planted, cache=None)
+    assert approx.neighbors is None

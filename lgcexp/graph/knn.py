@@ -95,6 +95,17 @@ def knn_search(X: np.ndarray, k: int, *, index: Any = None) -> tuple[np.ndarray,
     return drop_self(sq, idx, np.arange(Xf.shape[0]))
 
 
+def neighbor_arrays(arrays: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The kNN lists stored with a cached graph (``knn_dist``, ``knn_idx``: n rows, the same width, indices
+    in range), or None where the entry has none (written before they were kept) or they do not fit."""
+    if "knn_dist" not in arrays or "knn_idx" not in arrays:
+        return None
+    dist, idx = np.asarray(arrays["knn_dist"]), np.asarray(arrays["knn_idx"])
+    if dist.ndim != 2 or dist.shape != idx.shape or dist.shape[0] != n or (idx.size and idx.max() >= n):
+        return None
+    return dist, idx
+
+
 def knn_distance_matrix(dist: np.ndarray, idx: np.ndarray, symmetrize: str) -> sp.csr_matrix:
     """Sparse distance matrix of the kNN lists, symmetrised (union = max, mutual = min); entries with
     index -1 (not found by an approximate search) are left out."""
@@ -287,6 +298,7 @@ class KnnGraph(GraphBuilder):
         n = X.shape[0]
         fp = data_fingerprint or fingerprint(X)
         key = graph_key(fp, k, sigma, symmetrize, kernel, local_scale, self._search_spec(n))
+        exact = self._search_spec(n) is None
 
         def compute() -> dict[str, np.ndarray]:
             t0 = time.perf_counter()
@@ -300,8 +312,11 @@ class KnnGraph(GraphBuilder):
             info = {**info, "build_seconds": round(time.perf_counter() - t0, 3)}
             log.info("built %d-NN graph (%s, %s kernel) on %d points in %.1fs (sigma=%.4g)", k, self.name, kernel,
                      n, info["build_seconds"], sig)
-            return {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape),
-                    "sigma": np.array(sig), "info": np.array(json.dumps(info))}
+            arrays = {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape),
+                      "sigma": np.array(sig), "info": np.array(json.dumps(info))}
+            if exact:  # the exact lists, kept for the data audit (Graph.neighbors)
+                arrays.update(knn_dist=np.asarray(dist), knn_idx=np.asarray(idx))
+            return arrays
 
         cache = cache or Cache(None)
 
@@ -309,7 +324,8 @@ class KnnGraph(GraphBuilder):
             arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
             W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
             info = json.loads(str(arrays["info"])) if "info" in arrays else {}
-            return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info), hit
+            lists = neighbor_arrays(arrays, n) if exact else None
+            return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info, neighbors=lists), hit
 
         # a sweep worker's later jobs reuse the Graph (S, and its RCM ordering, lgcexp.linalg) while the
         # cache entry is the file it was read from (lgcexp.memo)
