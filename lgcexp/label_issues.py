@@ -688,15 +688,59 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
                         issue_probability=issue_probability(views, y))
 
 
+#: above this many bytes (the labelled rows as float64) the feature view's rows are first projected on
+#: principal axes in bounded memory (:func:`project_rows`) instead of being copied whole
+LARGE_VIEW_BYTES = 2 << 30
+#: rows of the seeded sample that fits those axes
+LARGE_VIEW_SAMPLE = 20_000
+
+
+def project_rows(X: np.ndarray, rows: np.ndarray, p: int, seed: int = 0, sample: int = LARGE_VIEW_SAMPLE,
+                 block: int = 16_384) -> np.ndarray:
+    """The rows ``rows`` of X, standardised and projected on their ``p`` leading principal axes, in bounded
+    memory: per-feature means and deviations accumulated block by block over those rows, the axes fitted on
+    a seeded sample of ``sample`` of them (:func:`lgcexp.graph.knn_approx.pca_axes`), the rows projected
+    block by block (float32 arithmetic, float64 result (len(rows), p)); X (e.g. a memory map) is never copied
+    whole. The same projection as the in-memory path's standardisation + PCA up to the sampled fit."""
+    from .graph.knn_approx import pca_axes
+
+    rows = np.asarray(rows, dtype=np.int64)
+    d = X.shape[1]
+    total, squares = np.zeros(d), np.zeros(d)
+    for start in range(0, rows.size, block):
+        B = np.asarray(X[rows[start:start + block]], dtype=np.float64)
+        total += B.sum(axis=0)
+        squares += (B * B).sum(axis=0)
+    mu = total / max(rows.size, 1)
+    sd = np.sqrt(np.maximum(squares / max(rows.size, 1) - mu * mu, 0.0))
+    sd = np.where(sd > 0, sd, 1.0)
+    pick = np.sort(np.random.default_rng(seed).choice(rows, size=min(sample, rows.size), replace=False))
+    centre, axes = pca_axes((np.asarray(X[pick], dtype=np.float64) - mu) / sd, int(min(p, d)))
+    A = (axes / sd[:, None]).astype(np.float32)
+    shift = ((mu / sd + centre) @ axes).astype(np.float32)
+    out = np.empty((rows.size, A.shape[1]))
+    for start in range(0, rows.size, block):
+        out[start:start + block] = np.asarray(X[rows[start:start + block]], dtype=np.float32) @ A - shift
+    return out
+
+
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
               X: np.ndarray | None = None) -> JudgedLabels | None:
     """:func:`judge` for a fitted algorithm on a run's labelled set (``X``: all the data's features, or
-    None; only the labelled rows are read, so a memory-mapped X stays on disk)."""
+    None; only the labelled rows are read, so a memory-mapped X stays on disk; above
+    :data:`LARGE_VIEW_BYTES` they are read block by block onto :data:`LOGISTIC_PCA` principal axes,
+    :func:`project_rows`)."""
     judgement = algorithm.label_judgement()
     if judgement is None:
         return None
     opts = _options(options)
-    Xl = None if X is None or not opts.features else np.asarray(X[np.asarray(split.labeled)], dtype=np.float64)
+    labeled = np.asarray(split.labeled)
+    Xl = None
+    if X is not None and opts.features:
+        if labeled.size * X.shape[1] * 8 > LARGE_VIEW_BYTES and X.shape[1] > LOGISTIC_PCA:
+            Xl = project_rows(X, labeled, LOGISTIC_PCA)
+        else:
+            Xl = np.asarray(X[labeled], dtype=np.float64)
     n = None if X is None else int(X.shape[0])
     return judge(judgement, split.y_observed, opts, X=Xl,
                  feature_model=choose_feature_model(len(split.labeled), n) if n else "lda")

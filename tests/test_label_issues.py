@@ -474,3 +474,42 @@ def test_auto_judgement_is_autol_s_at_the_chosen_alpha():
     np.testing.assert_allclose(j.probs, li.graph_loo_probs(P, y, 2, weights=a.omega_), atol=1e-9)
     assert np.array_equal(j.decision, a.omega_ <= 0)
     np.testing.assert_allclose(j.probs.sum(axis=1), 1.0)
+
+
+def test_project_rows_is_the_standardised_pca_projection(tmp_path):
+    """Bounded-memory projection of a memory map: with the whole set as its sample it is the standardised
+    rows times the leading eigenvectors of their covariance (each axis up to its sign)."""
+    rng = np.random.default_rng(4)
+    X = (rng.normal(size=(600, 12)) @ rng.normal(size=(12, 12))).astype(np.float32)
+    X[:, 3] = 5.0  # a constant feature keeps deviation 1, as in the in-memory standardisation
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    M = np.load(path, mmap_mode="r")
+    rows = np.sort(rng.choice(600, 400, replace=False))
+    got = li.project_rows(M, rows, 4, sample=10_000, block=64)
+    Z = li._standardize(X[rows])
+    vals, vecs = np.linalg.eigh(Z.T @ Z)
+    ref = Z @ vecs[:, ::-1][:, :4]
+    signs = np.sign((got * ref).sum(axis=0))
+    np.testing.assert_allclose(got, ref * signs, atol=2e-3 * np.abs(ref).max())
+
+
+def test_judge_run_projects_large_views(monkeypatch):
+    """Above LARGE_VIEW_BYTES the feature view reads the rows through project_rows; the judgement stays."""
+    from types import SimpleNamespace
+
+    X, y = two_clusters(n_per=60, seed=2)
+    X = np.hstack([X, np.random.default_rng(0).normal(scale=0.01, size=(X.shape[0], 60))])
+    y_obs = y.copy()
+    y_obs[:6] = 1 - y_obs[:6]
+    evidence = li.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
+    algo = SimpleNamespace(label_judgement=lambda: li.LabelJudgement(probs=evidence))
+    split = SimpleNamespace(labeled=np.arange(y.size), y_observed=y_obs)
+    small = li.judge_run(algo, split, None, X=X)
+    calls = []
+    real = li.project_rows
+    monkeypatch.setattr(li, "project_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(li, "LARGE_VIEW_BYTES", 1000)
+    large = li.judge_run(algo, split, None, X=X)
+    assert calls and large.features and small.features
+    assert np.array_equal(large.is_issue, small.is_issue) and sorted(np.flatnonzero(large.is_issue)) == list(range(6))
