@@ -84,24 +84,35 @@ def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-def exact_duplicate_sets(X: np.ndarray) -> np.ndarray:
+def exact_duplicate_sets(X: np.ndarray, block: int = 65_536) -> np.ndarray:
     """Set number of every row that has a bitwise-equal copy (-1 for a row without), numbered in the order
     of each set's first row."""
-    Xc = np.ascontiguousarray(X)
-    rows = Xc.view(np.dtype((np.void, Xc.dtype.itemsize * Xc.shape[1]))).ravel()
-    _, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    dup = counts[inverse] > 1
-    first = {}
+    import hashlib
+
+    n = X.shape[0]
+    # a 64-bit digest per row, block by block (a memory map is never copied whole); equal digests are then
+    # compared byte for byte, so a collision never joins two different rows
+    digest = np.empty(n, dtype=np.uint64)
+    for start in range(0, n, block):
+        B = np.ascontiguousarray(X[start:start + block])
+        for r in range(B.shape[0]):
+            digest[start + r] = int.from_bytes(hashlib.blake2b(B[r].tobytes(), digest_size=8).digest(), "little")
+    order = np.argsort(digest, kind="stable")
+    cut = np.flatnonzero(np.diff(digest[order]) != 0) + 1
     i, j = [], []
-    for p in np.flatnonzero(dup):
-        g = int(inverse[p])
-        if g in first:
-            i.append(first[g])
-            j.append(p)
-        else:
-            first[g] = p
-    return _components(Xc.shape[0], np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64))
+    for group in np.split(order, cut):
+        if group.size < 2:
+            continue
+        group = np.sort(group)
+        rows = {}
+        for p in group:  # rows in index order: each joins the first earlier row with the same bytes
+            key = np.ascontiguousarray(X[p]).tobytes()
+            if key in rows:
+                i.append(rows[key])
+                j.append(int(p))
+            else:
+                rows[key] = int(p)
+    return _components(n, np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64))
 
 
 def near_duplicate_sets(dist: np.ndarray, idx: np.ndarray, fraction: float = NEAR_DUPLICATE_FRACTION,

@@ -148,5 +148,21 @@ def test_audit_reuses_the_graphs_exact_lists(planted, tmp_path):
         np.testing.assert_allclose(dist[:, :6], bd, atol=1e-3)
         reused = di.find_data_issues(planted, k=6, knn=(dist[:, :6], idx[:, :6])).frame()
         pd.testing.assert_frame_equal(reused, own)
+    # an approximate search keeps its lists where their distances are the features' own (no PCA, or re-ranked)
     approx, _ = GRAPH_BUILDERS.get("knn_approx")(k=6, sigma=100.0).build(planted, cache=None)
-    assert approx.neighbors is None
+    assert approx.neighbors is not None and approx.neighbors[0].shape[1] >= 6
+    projected, _ = GRAPH_BUILDERS.get("knn_approx")(k=6, sigma=100.0, pca=3).build(planted, cache=None)
+    assert projected.neighbors is None
+
+
+def test_exact_duplicates_by_digest_match_unique_rows(planted):
+    """Digest grouping (block by block) gives the sets of np.unique on whole rows, for any block size."""
+    X = np.vstack([planted, planted[[5, 5, 77]]])
+    _, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    for block in (7, 1000):
+        sets = di.exact_duplicate_sets(X, block=block)
+        assert np.array_equal(sets >= 0, counts[inverse] > 1)
+        for a in range(X.shape[0]):
+            for b in (5, 10, 77):
+                assert (sets[a] == sets[b] and sets[a] >= 0) == (a != b and inverse[a] == inverse[b]) or a == b

@@ -21,9 +21,10 @@ class Graph:
     ``W`` symmetric CSR with zero diagonal; ``degree`` its row sums; ``S = D^-1/2 W D^-1/2``;
     ``key`` a content hash of what the graph depends on (used for caching derived results); ``info``
     builder-specific facts worth recording (the measured recall of an approximate search, the source
-    file of a precomputed graph, ...); ``neighbors``: the exact kNN lists (distances, indices; self
-    excluded, nearest first) the graph was built from, where the builder keeps them (None otherwise), so
-    that a later step on the same features (the data audit) does not search again.
+    file of a precomputed graph, ...); ``neighbors``: the kNN lists (distances, indices; self excluded,
+    nearest first) the graph was built from, where the builder keeps them (exact search; approximate search
+    with distances in the features' own space; None otherwise), so that a later step on the same features
+    (the data audit) does not search again.
     """
 
     W: sp.csr_matrix

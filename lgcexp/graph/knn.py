@@ -286,6 +286,11 @@ class KnnGraph(GraphBuilder):
         dist, idx = knn_search(X, k_search)
         return dist, idx, {}
 
+    def _lists_in_feature_space(self) -> bool:
+        """Whether the search's distances are those of the features themselves (its lists are then kept
+        with the graph, :attr:`Graph.neighbors`, for the data audit)."""
+        return True
+
     def _check_graph(self, graph: Graph) -> None:
         """In a union kNN graph every point has at least k edges, so a point without one means its weights
         underflowed (sigma far too small): refused. A mutual kNN graph may leave points alone: logged."""
@@ -298,7 +303,7 @@ class KnnGraph(GraphBuilder):
         n = X.shape[0]
         fp = data_fingerprint or fingerprint(X)
         key = graph_key(fp, k, sigma, symmetrize, kernel, local_scale, self._search_spec(n))
-        exact = self._search_spec(n) is None
+        keep_lists = self._lists_in_feature_space()
 
         def compute() -> dict[str, np.ndarray]:
             t0 = time.perf_counter()
@@ -314,7 +319,7 @@ class KnnGraph(GraphBuilder):
                      n, info["build_seconds"], sig)
             arrays = {"data": W.data, "indices": W.indices, "indptr": W.indptr, "shape": np.array(W.shape),
                       "sigma": np.array(sig), "info": np.array(json.dumps(info))}
-            if exact:  # the exact lists, kept for the data audit (Graph.neighbors)
+            if keep_lists:  # kept for the data audit (Graph.neighbors)
                 arrays.update(knn_dist=np.asarray(dist), knn_idx=np.asarray(idx))
             return arrays
 
@@ -324,7 +329,7 @@ class KnnGraph(GraphBuilder):
             arrays, hit = cache.get_or_compute("graph", key, compute, validate=lambda a: check_graph_arrays(a, n))
             W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
             info = json.loads(str(arrays["info"])) if "info" in arrays else {}
-            lists = neighbor_arrays(arrays, n) if exact else None
+            lists = neighbor_arrays(arrays, n) if keep_lists else None
             return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info, neighbors=lists), hit
 
         # a sweep worker's later jobs reuse the Graph (S, and its RCM ordering, lgcexp.linalg) while the

@@ -273,6 +273,11 @@ class KnnApproxGraph(KnnGraph):
         self.check_dimension(X.shape[1])
         return super()._build(X, **kwargs)
 
+    def _lists_in_feature_space(self) -> bool:
+        """Approximate lists are kept where their distances are the features' own: no PCA, or candidates
+        re-ranked by their exact distances (``refine`` > 1)."""
+        return self.pca is None or int(self.refine) > 1
+
     def _nlist(self, n: int) -> int:
         return auto_nlist(n) if self.nlist == "auto" else int(self.nlist)
 
