@@ -75,7 +75,7 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
             eig, eig_hit = laplacian_eigenpairs(graph, p, cache=cache, progress=progress, **dict(eig_options or {}))
     with timer.stage("optimize"):
         algorithm.fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache,
-                      class_priors=class_priors)
+                      class_priors=class_priors, features=features)
     with timer.stage("evaluate"):
         issues = None
         judgement = algorithm.label_judgement()

@@ -166,3 +166,41 @@ def test_poisson_mbo_and_wnll_match_graphlearning(gl_case):
     assert np.array_equal(ours.predict(), m.predict())
     w = make_algorithm("wnll", {"tol": 1e-12}).fit(g, lab, y[lab], 4)
     assert np.array_equal(w.predict(), gl.ssl.laplace(W, reweighting="wnll", tol=1e-12).fit(lab, y[lab]).argmax(1))
+
+
+# ----- the properly weighted Laplacian ---------------------------------------------------------------------
+
+
+def test_properly_weighted_against_dense_harmonic_solution():
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(45, 3))
+    g, _ = random_graph(45, 4, seed=9)
+    labeled = np.array([1, 10, 20, 30, 44])
+    y_l = np.array([0, 1, 1, 0, 2])
+    n, p, zeta, r = 45, 2.0, 1e7, 0.5
+    dist = cdist(X, X[labeled]).min(axis=1)  # brute force, labelled rows at 0
+    gamma = 1 + (r / np.maximum(dist, r / (zeta - 1) ** (1 / p))) ** p
+    assert np.isclose(gamma[labeled], zeta).all()
+    W = g.W.toarray()
+    W2 = (gamma[:, None] + gamma[None, :]) * W
+    P = W2 / W2.sum(1)[:, None]
+    unl = np.setdiff1d(np.arange(n), labeled)
+    FU = np.linalg.solve(np.eye(unl.size) - P[np.ix_(unl, unl)], P[np.ix_(unl, labeled)] @ np.eye(3)[y_l])
+    algo = make_algorithm("properly", {"tol": 1e-12, "radius": r}).fit(g, labeled, y_l, 3, features=X)
+    assert np.allclose(algo.gamma_, gamma) and np.allclose(algo.scores_[unl], FU, atol=1e-8)
+    with pytest.raises(UserError, match="algo=properly needs the features"):
+        make_algorithm("properly").fit(g, labeled, y_l, 3)
+
+
+def test_properly_weighted_matches_graphlearning(gl_case):
+    from sklearn.datasets import make_blobs
+
+    gl, g, W, y = gl_case
+    X, _ = make_blobs(500, centers=4, cluster_std=2.5, random_state=0)  # the features gl_case's graph is built on
+    for per_class in (1, 3):
+        lab = _labels(y, per_class, seed=4)
+        ours = make_algorithm("properly", {"tol": 1e-12}).fit(g, lab, y[lab], 4, features=X)
+        theirs = gl.ssl.laplace(W, reweighting="properly", X=X, tol=1e-12).fit(lab, y[lab])
+        assert np.array_equal(ours.predict(), theirs.argmax(1))

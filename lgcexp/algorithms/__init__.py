@@ -19,6 +19,7 @@ ALGORITHMS = Registry("algo", {
     "lssc": "lgcexp.algorithms.lssc:LSSC",
     "eigenfunction": "lgcexp.algorithms.eigenfunction:Eigenfunction",
     "wnll": "lgcexp.algorithms.wnll:WNLL",
+    "properly": "lgcexp.algorithms.properly:ProperlyWeighted",
     "poisson": "lgcexp.algorithms.poisson:Poisson",
     "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
     "poissonL": "lgcexp.algorithms.poissonl:PoissonL",

@@ -92,6 +92,7 @@ class GraphSSLAlgorithm(Configurable):
         progress: bool = False,
         cache: Any = None,
         class_priors: Any = None,
+        features: Any = None,
     ) -> "GraphSSLAlgorithm":
         """Fit on the observed labels of the labelled points.
 
@@ -99,7 +100,8 @@ class GraphSSLAlgorithm(Configurable):
         :class:`lgcexp.cache.Cache` for seed-level intermediates (e.g. AutoL's P_LL); ``class_priors``:
         ``None``, ``"uniform"``, ``"labels"`` or c numbers: the scores are then replaced by their volume label
         projection onto those class fractions (:mod:`lgcexp.priors`; the unprojected ones stay in
-        ``raw_scores_``), for every method."""
+        ``raw_scores_``), for every method. ``features``: the points' features the graph was built on, for the
+        methods that read them (the properly weighted Laplacian); held during ``_fit`` only."""
         self._validate_params()
         labeled = np.asarray(labeled, dtype=np.int64)
         y_labeled = np.asarray(y_labeled, dtype=np.int64)
@@ -119,7 +121,11 @@ class GraphSSLAlgorithm(Configurable):
         self.suspicion_: np.ndarray | None = None
         #: methods that correct labels and then propagate also give the propagated readout on labelled rows
         self.lgc_labeled_pred_: np.ndarray | None = None
-        self._fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache)
+        self._features = features
+        try:
+            self._fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache)
+        finally:
+            self._features = None
         priors = prior_vector(class_priors, y_labeled, n_classes)
         if priors is not None:
             self.raw_scores_ = self.scores_
