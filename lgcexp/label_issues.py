@@ -44,7 +44,7 @@ __all__ = [
     "issue_probability",
     "confident_thresholds", "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide",
     "knn_oof_probs", "detection_metrics", "issues_frame",
-    "JudgedLabels", "judge", "judge_run", "run_metrics", "run_frame",
+    "JudgedLabels", "judge", "judge_run", "view_rows", "run_metrics", "run_frame",
 ]
 
 ISSUES_FILE = "label_issues.csv"
@@ -635,6 +635,7 @@ class JudgedLabels:
     feature_agreement: float | None = None
     estimated_issues: int | None = None
     issue_probability: np.ndarray | None = None
+    feature_model: str | None = None
 
     @property
     def expected_issues(self) -> float | None:
@@ -685,7 +686,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
                         feature_agreement=agreement, estimated_issues=estimate_issues(probs, y),
-                        issue_probability=issue_probability(views, y))
+                        issue_probability=issue_probability(views, y), feature_model=feature_model if used else None)
 
 
 #: above this many bytes (the labelled rows as float64) the feature view's rows are first projected on
@@ -724,6 +725,22 @@ def project_rows(X: np.ndarray, rows: np.ndarray, p: int, seed: int = 0, sample:
     return out
 
 
+def view_rows(X: Any, labeled: np.ndarray) -> np.ndarray | None:
+    """The labelled rows of X for the feature view (None without X): float64 rows (a sparse X densified), or,
+    above :data:`LARGE_VIEW_BYTES`, the rows projected block by block on :data:`LOGISTIC_PCA` principal axes
+    (:func:`project_rows`), so that a large or memory-mapped X is never copied whole."""
+    if X is None:
+        return None
+    import scipy.sparse as sp
+
+    labeled = np.asarray(labeled)
+    if sp.issparse(X):
+        return np.asarray(X[labeled].toarray(), dtype=np.float64)
+    if labeled.size * X.shape[1] * 8 > LARGE_VIEW_BYTES and X.shape[1] > LOGISTIC_PCA:
+        return project_rows(X, labeled, LOGISTIC_PCA)
+    return np.asarray(X[labeled], dtype=np.float64)
+
+
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
               X: np.ndarray | None = None) -> JudgedLabels | None:
     """:func:`judge` for a fitted algorithm on a run's labelled set (``X``: all the data's features, or
@@ -735,12 +752,7 @@ def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, 
         return None
     opts = _options(options)
     labeled = np.asarray(split.labeled)
-    Xl = None
-    if X is not None and opts.features:
-        if labeled.size * X.shape[1] * 8 > LARGE_VIEW_BYTES and X.shape[1] > LOGISTIC_PCA:
-            Xl = project_rows(X, labeled, LOGISTIC_PCA)
-        else:
-            Xl = np.asarray(X[labeled], dtype=np.float64)
+    Xl = view_rows(X, labeled) if opts.features else None
     n = None if X is None else int(X.shape[0])
     return judge(judgement, split.y_observed, opts, X=Xl,
                  feature_model=choose_feature_model(len(split.labeled), n) if n else "lda")
@@ -756,6 +768,7 @@ def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:
                            "detect_feature_agreement": judged.feature_agreement, "detect_source": judged.source,
                            "detect_estimated_issues": judged.estimated_issues,
                            "detect_expected_issues": judged.expected_issues,
+                           "detect_feature_model": judged.feature_model,
                            "n_label_issues": int(judged.is_issue.sum())}
     if known.any():
         out.update(detection_metrics(judged.quality[known], judged.is_issue[known], split.flipped[known],

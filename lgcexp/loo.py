@@ -126,12 +126,36 @@ def _unit_diagonal(Sd, rows: np.ndarray, alpha: float, tol: float, maxiter: int,
     return d, iters
 
 
+#: the most entries (an upper bound) of the distance-hop neighbourhoods formed at once by the colouring
+COLOURING_BUDGET = 1 << 25
+
+
+def colouring_chunks(A: sp.csr_matrix, distance: int, chunk: int, budget: int = COLOURING_BUDGET) -> list:
+    """Row ranges ``(start, stop)`` of at most ``chunk`` rows whose ``distance``-hop neighbourhoods hold at
+    most ``budget`` entries together (bounded above by the walk counts ``A^(distance-1) deg``; a row above
+    the budget alone is its own range), so that hubs of a large kNN graph never blow the memory up."""
+    n = A.shape[0]
+    bound = np.asarray(A.sum(axis=1), dtype=np.float64).ravel()
+    for _ in range(int(distance) - 1):
+        bound = A @ bound
+    ranges, start, total = [], 0, 0.0
+    for i in range(n):
+        if i > start and (i - start >= chunk or total + bound[i] > budget):
+            ranges.append((start, i))
+            start, total = i, 0.0
+        total += bound[i]
+    if start < n:
+        ranges.append((start, n))
+    return ranges
+
+
 def distance_colouring(S: sp.spmatrix, distance: int = 2, among: np.ndarray | None = None,
-                       chunk: int = 4096) -> np.ndarray:
+                       chunk: int = 4096, budget: int = COLOURING_BUDGET) -> np.ndarray:
     """Greedy colouring (in index order) of the points ``among`` (a boolean mask; default all) such that two
     of them with one colour are more than ``distance`` edges apart in the graph of ``S``: the colour of i is
     the smallest not used by an earlier such point within ``distance`` hops. Other points get -1. The
-    ``distance``-hop neighbourhoods are formed ``chunk`` rows at a time."""
+    ``distance``-hop neighbourhoods are formed at most ``chunk`` rows and about ``budget`` entries at a time
+    (:func:`colouring_chunks`; the colours do not depend on either)."""
     n = S.shape[0]
     among = np.ones(n, dtype=bool) if among is None else np.asarray(among, dtype=bool)
     A = sp.csr_matrix(S, dtype=np.float32, copy=True)
@@ -139,8 +163,8 @@ def distance_colouring(S: sp.spmatrix, distance: int = 2, among: np.ndarray | No
     A = (A + sp.identity(n, dtype=np.float32, format="csr")).tocsr()
     colour = np.full(n, -1, dtype=np.int64)
     mark = np.full(n + 1, -1, dtype=np.int64)
-    for s0 in range(0, n, chunk):
-        R = A[s0:s0 + chunk]
+    for s0, s1 in colouring_chunks(A, distance, chunk, budget):
+        R = A[s0:s1]
         for _ in range(int(distance) - 1):
             R = R @ A
         R = R.tocsr()

@@ -81,15 +81,9 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
         judgement = algorithm.label_judgement()
         if judgement is not None:
             opts = label_issues._options(detect)
-            Xl = None
-            if features is not None and opts.features:
-                Xl = features[np.asarray(labeled)]
-                Xl = np.asarray(Xl.toarray() if _is_sparse(Xl) else Xl, dtype=np.float64)
-            issues = label_issues.judge(judgement, y_labeled, opts, X=Xl)
+            Xl = label_issues.view_rows(features, labeled) if opts.features else None
+            # the feature view's model by the labelled share, as find_label_issues (a fully labelled set: the
+            # model measured on realistic noise; the paper's few sampled labels: the shrinkage LDA)
+            model = label_issues.choose_feature_model(len(labeled), graph.n)
+            issues = label_issues.judge(judgement, y_labeled, opts, X=Xl, feature_model=model)
     return FittedStages(graph, graph_hit, eig, eig_hit, algorithm, issues)
-
-
-def _is_sparse(X: Any) -> bool:
-    import scipy.sparse as sp
-
-    return sp.issparse(X)

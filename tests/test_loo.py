@@ -63,6 +63,22 @@ def test_colouring_separates_by_more_than_distance(small, distance):
         assert np.all(D[same] > distance)
         if mask is not None:
             assert np.all(col[~mask] == -1) and np.all(col[mask] >= 0)
+        # the chunking (rows, and the neighbourhood budget) never changes the colours
+        for chunk, budget in ((7, 1 << 25), (4096, 50), (4096, 1)):
+            assert np.array_equal(loo.distance_colouring(g.S, distance, among=mask, chunk=chunk, budget=budget),
+                                  col)
+
+
+def test_colouring_chunks_respect_the_budget(small):
+    g, _, _ = small
+    A = sp.csr_matrix(g.S, dtype=np.float32, copy=True)
+    A.data[:] = 1.0
+    A = (A + sp.identity(g.n, dtype=np.float32, format="csr")).tocsr()
+    ranges = loo.colouring_chunks(A, 3, chunk=64, budget=2000)
+    assert ranges[0][0] == 0 and ranges[-1][1] == g.n and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    for s0, s1 in ranges:
+        R = (A[s0:s1] @ A @ A).tocsr()
+        assert s1 - s0 <= 64 and (R.nnz <= 2000 or s1 - s0 == 1)
 
 
 def test_probe_bounds_and_converges(small):
