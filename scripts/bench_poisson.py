@@ -12,8 +12,8 @@ matrix and the same labelled sets (``labels.per_class``, seeds 0..trials-1).
     python scripts/bench_poisson.py features --features vae --epochs 100   # 10-NN accuracy of the representation
     python scripts/bench_poisson.py summary --tag _x          # the tables of a (possibly partial) noise run's rows
 
-Each part writes results/bench/poisson_<part><tag>.json (per-trial figures) and prints a summary; ``noise``
-also appends every trial to results/bench/poisson_noise<tag>_rows.jsonl as it finishes.
+Each part writes results/bench/poisson_<part><tag>.json (per-trial figures) and prints a summary; ``protocol``
+and ``noise`` also append every trial to results/bench/poisson_<part><tag>_rows.jsonl as it finishes.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def mnist_graph():
     g, hit = KnnGraph(k=10, kernel="self_tuning").build(X, cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")),
                                                          data_fingerprint=fingerprint(X))
     print(f"graph: n={g.n} edges={g.n_edges} ({'cached' if hit else 'built'} in {time.perf_counter() - t:.1f}s)")
-    return g, y, X
+    return g, y, X, X
 
 
 def representation(args):
@@ -68,7 +68,8 @@ def representation(args):
 
 
 def setting_graph(args):
-    """(graph, true labels, the data's own features) of ``--dataset``/``--features``; raw MNIST: :func:`mnist_graph`."""
+    """(graph, true labels, the data's own features, the graph's features) of ``--dataset``/``--features``; raw
+    MNIST: :func:`mnist_graph`."""
     if args.dataset == "mnist" and args.features == "raw":
         return mnist_graph()
     from lgcexp.cache import Cache
@@ -79,7 +80,19 @@ def setting_graph(args):
     g, hit = KnnGraph(k=10, kernel="self_tuning").build(Z, cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")),
                                                          data_fingerprint=key or data.fingerprint())
     print(f"graph: n={g.n} edges={g.n_edges} ({'cached' if hit else 'built'} in {time.perf_counter() - t:.1f}s)")
-    return g, np.asarray(data.y, dtype=np.int64), data.X
+    return g, np.asarray(data.y, dtype=np.int64), data.X, Z
+
+
+def gl_own_graph(gl, Z):
+    """GraphLearning's own MNIST weight matrix on the features Z: its ``knn`` kernel ``exp(-4 d^2 / d_k^2)``
+    (k = 10 neighbours and the point itself), ``(W + W^T) / 2``, fed faiss's exact neighbours."""
+    from lgcexp.graph.search import faiss_exact_search
+
+    d2, idx = faiss_exact_search(Z, 10)
+    n = Z.shape[0]
+    ind = np.hstack([np.arange(n)[:, None], idx])
+    dist = np.hstack([np.zeros((n, 1)), np.sqrt(np.maximum(d2, 0.0))])
+    return gl.weightmatrix.knn(None, 10, knn_data=(ind, dist))
 
 
 def acc_unlabeled(pred, y, labeled):
@@ -100,14 +113,16 @@ def protocol(args):
     from lgcexp.algorithms import make_algorithm
     from lgcexp.labels import sample_per_class
 
-    g, y, _ = setting_graph(args)
+    g, y, _, Z = setting_graph(args)
     gl = gl_module()
+    W_gl = gl_own_graph(gl, Z) if args.gl_own_graph and gl is not None else None
     # Poisson-MBO's class priors: uniform (the method's default) or the data's true class fractions (what
     # GraphLearning's published MNIST experiments give it)
     mbo_priors = "uniform" if args.mbo_priors == "uniform" else (np.bincount(y) / y.size).tolist()
     rows = []
+    path = OUT / f"poisson_protocol{args.tag}_rows.jsonl"
     for k in args.ks:
-        for seed in range(args.trials):
+        for seed in range(args.first_seed, args.trials):
             lab = sample_per_class(y, k, seed)
             row = {"per_class": k, "seed": seed}
             t = time.perf_counter()
@@ -121,7 +136,7 @@ def protocol(args):
                                                       y, lab)
             if seed < args.mbo_trials:
                 t = time.perf_counter()
-                mbo = make_algorithm("poissonMBO", priors=mbo_priors).fit(g, lab, y[lab], 10)
+                mbo = make_algorithm("poissonMBO", {"priors": mbo_priors}).fit(g, lab, y[lab], 10)
                 row["poissonMBO_s"] = time.perf_counter() - t
                 row["poissonMBO"] = acc_unlabeled(mbo.predict(), y, lab)
             for name in args.baselines:
@@ -135,6 +150,9 @@ def protocol(args):
                 row["gl_poisson"] = acc_unlabeled(u.argmax(1), y, lab)
                 row["gl_same_pred"] = float(np.mean(u.argmax(1) == ours.predict()))
                 row["gl_poisson_s"] = time.perf_counter() - t
+                if W_gl is not None:
+                    u = gl.ssl.poisson(W_gl, solver="gradient_descent").fit(lab, y[lab])
+                    row["gl_own_graph_poisson"] = acc_unlabeled(u.argmax(1), y, lab)
                 if seed < args.mbo_trials and seed < args.gl_mbo_trials:
                     mm = gl.ssl.poisson_mbo(g.W, class_priors=np.full(10, 0.1) if mbo_priors == "uniform"
                                             else np.asarray(mbo_priors), solver="gradient_descent")
@@ -143,6 +161,8 @@ def protocol(args):
                     row["gl_poissonMBO"] = acc_unlabeled(p, y, lab)
                     row["gl_mbo_same_pred"] = float(np.mean(p == mbo.predict()))
             rows.append(row)
+            with open(path, "a") as f:
+                f.write(json.dumps(row) + "\n")
             print(json.dumps({k2: (round(v, 4) if isinstance(v, float) else v) for k2, v in row.items()}), flush=True)
     summary = {}
     for k in args.ks:
@@ -151,7 +171,8 @@ def protocol(args):
                             round(100 * float(np.std([r[key] for r in sel if key in r])), 2),
                             sum(key in r for r in sel))
                       for key in ("poisson", "gl_poisson", "poisson_priors", "poissonMBO", "gl_poissonMBO", "gfhf",
-                                  "wnll", "lgc", "gl_same_pred", "gl_mbo_same_pred") if any(key in r for r in sel)}
+                                  "wnll", "lgc", "gl_same_pred", "gl_mbo_same_pred", "gl_own_graph_poisson")
+                      if any(key in r for r in sel)}
     return {"rows": rows, "summary": summary}
 
 
@@ -159,7 +180,7 @@ def timing(args):
     from lgcexp.algorithms.poisson import Poisson
     from lgcexp.labels import sample_per_class
 
-    g, y, _ = setting_graph(args)
+    g, y, _, _ = setting_graph(args)
     gl = gl_module()
     lab = sample_per_class(y, 5, 0)
     res = {}
@@ -203,7 +224,7 @@ def noise(args):
     from lgcexp.labels import sample_and_corrupt
     from lgcexp.noise import make_noise
 
-    g, y, X = setting_graph(args)
+    g, y, X, _ = setting_graph(args)
     c = int(y.max()) + 1
     cache = Cache(os.environ.get("LGCEXP_CACHE_DIR"))
     rows = []
@@ -267,7 +288,9 @@ def summary_table(args):
             d = v.get(f"poissonL-{other}")
             diffs.append(f"{d[0]:+.2f} ± {d[1]:.2f} ({d[2]}/{d[3]})" if d and d[1] is not None else "–")
         n = max(x[2] for k, x in v.items() if "-" not in k)
-        lines.append(f"| {key} | {n} | " + " | ".join(cells) + " | " + " | ".join(diffs) + " |")
+        model, rate = key.split() if " " in key else ("uniform", key)
+        label = "none, 0 %" if model == "none" else f"{model}, {round(100 * float(rate))} %"
+        lines.append(f"| {label} | {n} | " + " | ".join(cells) + " | " + " | ".join(diffs) + " |")
     table = "\n".join(lines)
     print(table)
     return {"summary": summ, "table": table, "n_rows": len(rows)}
@@ -279,8 +302,11 @@ def features_quality(args):
 
     data, Z, _ = representation(args)
     y = np.asarray(data.y, dtype=np.int64)
-    out = {}
-    for name, F in ([(args.features, Z)] + ([("raw", data.X)] if args.raw and args.features != "raw" else [])):
+    X = data.X
+    if args.knn_n:  # the first knn_n points only (a cheaper comparison with the raw data)
+        Z, X, y = Z[:args.knn_n], X[:args.knn_n], y[:args.knn_n]
+    out = {"n": int(y.size)}
+    for name, F in ([(args.features, Z)] + ([("raw", X)] if args.raw and args.features != "raw" else [])):
         t = time.perf_counter()
         _, idx = faiss_exact_search(F, 10)
         votes = np.zeros((y.size, int(y.max()) + 1))
@@ -298,6 +324,7 @@ def main():
     ap.add_argument("--features", default="raw", choices=("raw", "vae", "pca"))
     ap.add_argument("--epochs", type=int, default=None, help="features=vae: passes over the data (default: auto)")
     ap.add_argument("--raw", action="store_true", help="features: also the raw data's 10-NN accuracy")
+    ap.add_argument("--knn-n", type=int, default=None, help="features: among the first N points only")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--priors", action="store_true", help="protocol: also Poisson with uniform class priors")
     ap.add_argument("--tag", default="", help="suffix of the output file name")
@@ -306,8 +333,10 @@ def main():
     ap.add_argument("--mbo-priors", default="uniform", choices=("uniform", "true"),
                     help="protocol: Poisson-MBO's class priors (true: the data's class fractions)")
     ap.add_argument("--gl-trials", type=int, default=None, help="protocol: GraphLearning on the first N (default all)")
+    ap.add_argument("--gl-own-graph", action="store_true",
+                    help="protocol: also GraphLearning's Poisson on its own kernel's graph of the same features")
     ap.add_argument("--gl-mbo-trials", type=int, default=10**9, help="protocol: GraphLearning's MBO on the first N")
-    ap.add_argument("--first-seed", type=int, default=0, help="noise: start at this seed (resume a rows file)")
+    ap.add_argument("--first-seed", type=int, default=0, help="protocol, noise: first seed (to resume)")
     ap.add_argument("--noise", nargs="+", default=["uniform"], help="noise: models (uniform, confusion, ...)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--per-class", type=int, default=5)
