@@ -274,9 +274,14 @@ def noise_summary(rows, methods):
 
 def summary_table(args):
     """The markdown table of a noise run's rows file (``--tag``), e.g. of a run cut short."""
-    path = OUT / f"poisson_noise{args.tag}_rows.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    rows = list({(r["seed"], r.get("noise", "uniform"), r["rate"]): r for r in rows}.values())  # last wins
+    merged = {}
+    for tag in [args.tag] + list(args.merge):  # one row per trial and setting; later files add their methods
+        path = OUT / f"poisson_noise{tag}_rows.jsonl"
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                merged.setdefault((r["seed"], r.get("noise", "uniform"), r["rate"]), {}).update(r)
+    rows = list(merged.values())
     summ = noise_summary(rows, args.methods)
     lines = ["| noise | trials | " + " | ".join(args.methods) + " | PoissonL - Poisson (s.e., wins) "
              "| PoissonL - AutoL (s.e., wins) |", "|---" * (len(args.methods) + 4) + "|"]
@@ -324,6 +329,7 @@ def main():
     ap.add_argument("--features", default="raw", choices=("raw", "vae", "pca"))
     ap.add_argument("--epochs", type=int, default=None, help="features=vae: passes over the data (default: auto)")
     ap.add_argument("--raw", action="store_true", help="features: also the raw data's 10-NN accuracy")
+    ap.add_argument("--merge", nargs="*", default=[], help="summary: also these tags' rows (other methods)")
     ap.add_argument("--knn-n", type=int, default=None, help="features: among the first N points only")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--priors", action="store_true", help="protocol: also Poisson with uniform class priors")
