@@ -278,7 +278,45 @@ def write_md(rows, path: Path, clv: str) -> None:
                 cells.append(f"{x.f1:.3f} / {x.auc:.3f} / {x.cl_estimate:.0f} ({x.n_wrong:.0f})")
             lines.append(f"| {det} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += summary(agg)
     path.write_text("\n".join(lines))
+
+
+#: the candidates for the fully labelled default, each compared with every other detector cell by cell
+CANDIDATES = ("lgc+lr", "lgc+mlp")
+
+
+def summary(agg) -> list:
+    """Mean F1 / AUC over the cells (data set x noise x rate) of each data set and over all, per detector, and
+    in how many cells each candidate is above each other detector."""
+    dets = list(agg.index.get_level_values(3).unique())
+    lines = ["## Means over cells", "", "| detector | " + " | ".join(
+        f"{ds} F1 / AUC" for ds in agg.index.get_level_values(0).unique()) + " | all F1 / AUC | cells |",
+        "|---|" + "---|" * (agg.index.get_level_values(0).nunique() + 2)]
+    for det in dets:
+        sub = agg.xs(det, level=3)
+        cells = [f"{x.f1.mean():.3f} / {x.auc.mean():.3f}" for _, x in sub.groupby(level=0, sort=False)]
+        lines.append(f"| {det} | " + " | ".join(cells) + f" | {sub.f1.mean():.3f} / {sub.auc.mean():.3f} | "
+                     f"{len(sub)} |")
+    lines.append("")
+    for cand in CANDIDATES:
+        if cand not in dets:
+            continue
+        a = agg.xs(cand, level=3)
+        for other in dets:
+            if other == cand:
+                continue
+            b = agg.xs(other, level=3)
+            both = a.index.intersection(b.index)
+            if not len(both):
+                continue
+            f1 = int((a.loc[both].f1 > b.loc[both].f1).sum())
+            auc = int((a.loc[both].auc > b.loc[both].auc).sum())
+            worst = float((a.loc[both].f1 - b.loc[both].f1).min())
+            lines.append(f"- {cand} above {other}: F1 in {f1} / {len(both)} cells, AUC in {auc} / {len(both)}; "
+                         f"largest F1 loss {max(0.0, -worst):.3f}")
+        lines.append("")
+    return lines
 
 
 if __name__ == "__main__":
