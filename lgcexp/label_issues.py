@@ -221,7 +221,7 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
 
 #: feature models of the feature view (:func:`feature_probs`)
 FEATURE_MODELS = ("lda", "logistic", "mlp")
-#: principal axes the logistic feature view projects on first (where there are more features)
+#: principal axes the logistic and mlp feature views project on first (where there are more features)
 LOGISTIC_PCA = 50
 #: the feature view's model where at least this share of the points is labelled (a fully labelled data
 #: set; :func:`choose_feature_model`); below it, the shrinkage LDA of the paper's protocol
@@ -229,9 +229,10 @@ FULL_LABELLED_SHARE = 0.5
 
 
 def choose_feature_model(n_labeled: int, n: int) -> str:
-    """``logistic`` where at least :data:`FULL_LABELLED_SHARE` of the points are labelled, else ``lda``
-    (measured on instance-dependent noise with every point labelled: docs/label_issues.md#realistic)."""
-    return "logistic" if n and n_labeled >= FULL_LABELLED_SHARE * n else "lda"
+    """``mlp`` (:func:`oof_mlp_probs`) where at least :data:`FULL_LABELLED_SHARE` of the points are labelled,
+    else ``lda`` (chosen against ``logistic`` on ``idn`` and ``confusion`` noise with every point labelled,
+    digits, ISOLET and MNIST: docs/label_issues.md#realistic)."""
+    return "mlp" if n and n_labeled >= FULL_LABELLED_SHARE * n else "lda"
 
 
 def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarray | None = None, *,

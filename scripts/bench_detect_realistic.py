@@ -263,7 +263,7 @@ def write_md(rows, path: Path, clv: str) -> None:
                 n_wrong=("n_wrong", "mean"), cl_estimate=("cl_estimate", "mean"), seeds=("seed", "nunique"))
     lines = [f"# Detectors on instance-dependent noise, every point labelled (cleanlab {clv})", "",
              ("F1 / ROC AUC, mean over seeds; `est.`: confident learning's estimate of the number of wrong "
-              "labels (true: `wrong`)."), ""]
+              "labels (true: `wrong`); [seeds]."), ""]
     for (ds, noise), sub in agg.groupby(level=[0, 1], sort=False):
         rates = sorted(sub.index.get_level_values(2).unique())
         ns = sub["seeds"]
@@ -274,8 +274,11 @@ def write_md(rows, path: Path, clv: str) -> None:
         for det in sub.index.get_level_values(3).unique():
             cells = []
             for r in rates:
+                if (ds, noise, r, det) not in sub.index:  # not run (a partial benchmark)
+                    cells.append("-")
+                    continue
                 x = sub.loc[(ds, noise, r, det)]
-                cells.append(f"{x.f1:.3f} / {x.auc:.3f} / {x.cl_estimate:.0f} ({x.n_wrong:.0f})")
+                cells.append(f"{x.f1:.3f} / {x.auc:.3f} / {x.cl_estimate:.0f} ({x.n_wrong:.0f}) [{x.seeds:.0f}]")
             lines.append(f"| {det} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += summary(agg)
@@ -295,7 +298,9 @@ def summary(agg) -> list:
         "|---|" + "---|" * (agg.index.get_level_values(0).nunique() + 2)]
     for det in dets:
         sub = agg.xs(det, level=3)
-        cells = [f"{x.f1.mean():.3f} / {x.auc.mean():.3f}" for _, x in sub.groupby(level=0, sort=False)]
+        have = set(sub.index.get_level_values(0))
+        cells = [f"{sub.xs(ds).f1.mean():.3f} / {sub.xs(ds).auc.mean():.3f}" if ds in have else "-"
+                 for ds in agg.index.get_level_values(0).unique()]
         lines.append(f"| {det} | " + " | ".join(cells) + f" | {sub.f1.mean():.3f} / {sub.auc.mean():.3f} | "
                      f"{len(sub)} |")
     lines.append("")
@@ -313,8 +318,11 @@ def summary(agg) -> list:
             f1 = int((a.loc[both].f1 > b.loc[both].f1).sum())
             auc = int((a.loc[both].auc > b.loc[both].auc).sum())
             worst = float((a.loc[both].f1 - b.loc[both].f1).min())
+            worst_auc = float((a.loc[both].auc - b.loc[both].auc).min())
             lines.append(f"- {cand} above {other}: F1 in {f1} / {len(both)} cells, AUC in {auc} / {len(both)}; "
-                         f"largest F1 loss {max(0.0, -worst):.3f}")
+                         f"largest loss F1 {max(0.0, -worst):.3f}, AUC {max(0.0, -worst_auc):.3f}; means over "
+                         f"these cells F1 {a.loc[both].f1.mean():.3f} vs {b.loc[both].f1.mean():.3f}, AUC "
+                         f"{a.loc[both].auc.mean():.3f} vs {b.loc[both].auc.mean():.3f}")
         lines.append("")
     return lines
 

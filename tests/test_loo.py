@@ -141,7 +141,7 @@ def test_feature_model_by_labelled_share_and_logistic_view():
     from lgcexp.label_issues import choose_feature_model, feature_probs
 
     assert choose_feature_model(1040, 7797) == "lda"  # the paper's protocol keeps the LDA
-    assert choose_feature_model(7797, 7797) == "logistic" and choose_feature_model(500, 1000) == "logistic"
+    assert choose_feature_model(7797, 7797) == "mlp" and choose_feature_model(500, 1000) == "mlp"
     rng = np.random.default_rng(1)
     y = np.arange(150) % 3
     X = rng.normal(size=(150, 4)) + 2.0 * np.eye(3, 4)[y]
