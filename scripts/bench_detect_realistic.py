@@ -9,13 +9,15 @@ flags as stated):
 
 - ``graph``: (a) LGC's graph leave-one-out (alpha 0.9, no learning; :mod:`lgcexp.loo`), flagged where
   another class has more evidence;
-- ``lgc+lda``: today's judgement of LGC's evidence (``lgcexp.label_issues.judge`` with its defaults: the
-  shrinkage-LDA feature view behind an agreement gate, cut ``consensus``);
+- ``lgc+lda``, ``lgc+lr``, ``lgc+mlp``: LGC's evidence judged by ``lgcexp.label_issues.judge`` with the
+  shrinkage-LDA, logistic or network (the fully labelled default) feature view behind the agreement gate, cut
+  ``consensus``;
 - ``knn+cleanlab``: (b) out-of-fold 10-NN class frequencies (5 stratified folds) + cleanlab's
   ``filter.find_label_issues`` (its default, ``prune_by_noise_rate``), ranked by cleanlab's
   ``rank.get_label_quality_scores`` (self-confidence);
 - ``lr+cleanlab``: (c) the same on out-of-fold probabilities of a multinomial logistic regression
-  (scikit-learn, C = 1, standardised features);
+  (scikit-learn, C = 1, standardised features; ``--lr-pca`` principal axes);
+- ``mlp+cleanlab``: (c') the same on the network's out-of-fold probabilities (``oof_mlp_probs``);
 - ``graph*lr`` + cut: the geometric mean of the graph's leave-one-out and the logistic regression's
   out-of-fold probabilities (``combine_views``), cut by ``consensus`` (graph and combination both prefer
   another class), ``suggested`` or confident learning (lgcexp's ``prune_by_noise_rate``).
@@ -26,7 +28,12 @@ calibrated confident joint) on each detector's probabilities, against the true c
 Needs the ``bench`` extra (cleanlab). Writes ``results/bench/detect_realistic.csv`` (one row per run and
 detector) and ``detect_realistic.md`` (means over seeds).
 
-    nice python scripts/bench_detect_realistic.py [--seeds 5] [--datasets digits isolet] [--mnist]
+    nice python scripts/bench_detect_realistic.py [--seeds 5 | --seed-list 0 1] [--datasets digits isolet] [--mnist]
+        [--detectors ...] [--cache DIR]
+
+Label-independent work is done once per data set (graph, propagation diagonal, on large sets the exact
+neighbour lists of the k-NN baseline; with ``--cache`` kept between invocations, so seeds can run in
+separate processes) and the per-detector wall time is recorded (``seconds``).
 """
 from __future__ import annotations
 
