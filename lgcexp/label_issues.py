@@ -222,8 +222,8 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
 
 
 #: feature models of the feature view (:func:`feature_probs`)
-FEATURE_MODELS = ("lda", "logistic")
-#: principal axes the logistic feature view projects on first (where there are more features)
+FEATURE_MODELS = ("lda", "logistic", "mlp")
+#: principal axes the logistic and mlp feature views project on first (where there are more features)
 LOGISTIC_PCA = 50
 #: the feature view's model where at least this share of the points is labelled (a fully labelled data
 #: set; :func:`choose_feature_model`); below it, the shrinkage LDA of the paper's protocol
@@ -231,9 +231,10 @@ FULL_LABELLED_SHARE = 0.5
 
 
 def choose_feature_model(n_labeled: int, n: int) -> str:
-    """``logistic`` where at least :data:`FULL_LABELLED_SHARE` of the points are labelled, else ``lda``
-    (measured on instance-dependent noise with every point labelled: docs/label_issues.md#realistic)."""
-    return "logistic" if n and n_labeled >= FULL_LABELLED_SHARE * n else "lda"
+    """``mlp`` (:func:`oof_mlp_probs`) where at least :data:`FULL_LABELLED_SHARE` of the points are labelled,
+    else ``lda`` (chosen against ``logistic`` on ``idn`` and ``confusion`` noise with every point labelled,
+    digits, ISOLET and MNIST: docs/label_issues.md#realistic)."""
+    return "mlp" if n and n_labeled >= FULL_LABELLED_SHARE * n else "lda"
 
 
 def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarray | None = None, *,
@@ -247,16 +248,18 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
     features the rows are first projected on their leading principal axes. Returns None where it cannot be
     fitted (a fold whose training labels hold fewer than two classes). ``model="logistic"``: a multinomial
     logistic regression instead (:func:`oof_logistic_probs`, on :data:`LOGISTIC_PCA` principal axes), on the
-    same folds and training labels."""
+    same folds and training labels; ``model="mlp"``: a small neural network on the same axes
+    (:func:`oof_mlp_probs`)."""
 
     y = np.asarray(y, dtype=np.int64)
     l = y.size
     train = np.ones(l, dtype=bool) if train is None else np.asarray(train, dtype=bool)
-    if model == "logistic":
+    if model in ("logistic", "mlp"):
         for tr, _ in fold_splits(y, n_classes, folds, seed):
             if np.unique(y[tr[train[tr]]]).size < 2:
                 return None
-        return oof_logistic_probs(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train)
+        oof = oof_logistic_probs if model == "logistic" else oof_mlp_probs
+        return oof(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train)
     Z = _standardize(X)
     if Z.shape[1] > MAX_FEATURES:
         from sklearn.decomposition import PCA
@@ -285,12 +288,7 @@ def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: i
 
     y = np.asarray(y, dtype=np.int64)
     train = np.ones(y.size, dtype=bool) if train is None else np.asarray(train, dtype=bool)
-    Z = _standardize(X)
-    if pca and Z.shape[1] > int(pca):
-        from sklearn.decomposition import PCA
-
-        k = int(min(pca, Z.shape[0] - 1))
-        Z = PCA(n_components=k, svd_solver="randomized", random_state=int(seed)).fit_transform(Z)
+    Z = _pca_axes(X, pca, seed)
     out = np.zeros((y.size, int(n_classes)))
     for tr, te in fold_splits(y, n_classes, folds, int(seed)):
         tr = tr[train[tr]]
@@ -299,6 +297,70 @@ def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: i
             out[te, present] = 1.0 / max(1, present.size)
             continue
         model = LogisticRegression(C=float(C), max_iter=1000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Z[tr], y[tr])
+        out[np.ix_(te, model.classes_)] = model.predict_proba(Z[te])
+    return out
+
+
+#: the network of the ``mlp`` feature view (:func:`oof_mlp_probs`): hidden ReLU layers, L2 weight, batch
+MLP_HIDDEN = (256,)
+MLP_ALPHA = 1e-3
+MLP_BATCH = 256
+#: its training length: about this many Adam steps, as epochs clipped to [MLP_MIN_EPOCHS, MLP_MAX_EPOCHS]
+MLP_STEPS = 4000
+MLP_MIN_EPOCHS = 20
+MLP_MAX_EPOCHS = 200
+
+
+def _pca_axes(X: np.ndarray, pca: int, seed: int) -> np.ndarray:
+    """The standardised features, projected on their ``pca`` leading principal axes (randomised PCA seeded
+    with ``seed``) when there are more features than that (0: no projection)."""
+    Z = _standardize(X)
+    if pca and Z.shape[1] > int(pca):
+        from sklearn.decomposition import PCA
+
+        k = int(min(pca, Z.shape[0] - 1))
+        Z = PCA(n_components=k, svd_solver="randomized", random_state=int(seed)).fit_transform(Z)
+    return Z
+
+
+def mlp_epochs(n_train: int, batch: int = MLP_BATCH) -> int:
+    """Epochs of the ``mlp`` view for ``n_train`` training rows: about :data:`MLP_STEPS` mini-batch steps,
+    at least :data:`MLP_MIN_EPOCHS` and at most :data:`MLP_MAX_EPOCHS` epochs."""
+    per_epoch = max(1, -(-int(n_train) // int(batch)))
+    return int(np.clip(-(-MLP_STEPS // per_epoch), MLP_MIN_EPOCHS, MLP_MAX_EPOCHS))
+
+
+def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50, seed: int = 0,
+                  train: np.ndarray | None = None) -> np.ndarray:
+    """Out-of-fold class probabilities (l x c) of a small neural network, on the folds of
+    :func:`oof_logistic_probs` (each fold's network trained on the other folds' rows in ``train``).
+
+    Input: the standardised features on their ``pca`` leading principal axes (:func:`_pca_axes`), each axis
+    then standardised. Network (scikit-learn's ``MLPClassifier``): :data:`MLP_HIDDEN` ReLU units, softmax
+    output, cross-entropy with L2 weight :data:`MLP_ALPHA`, Adam (learning rate 1e-3, batches of
+    :data:`MLP_BATCH`) for :func:`mlp_epochs` epochs (it may stop earlier when the training loss stalls),
+    initialised with ``seed``. A class absent from a fold's training rows gets probability 0 there."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+
+    y = np.asarray(y, dtype=np.int64)
+    train = np.ones(y.size, dtype=bool) if train is None else np.asarray(train, dtype=bool)
+    Z = _standardize(_pca_axes(X, pca, seed))
+    out = np.zeros((y.size, int(n_classes)))
+    for tr, te in fold_splits(y, n_classes, folds, int(seed)):
+        tr = tr[train[tr]]
+        present = np.unique(y[tr])
+        if present.size < 2:
+            out[te, present] = 1.0 / max(1, present.size)
+            continue
+        batch = int(min(MLP_BATCH, tr.size))
+        model = MLPClassifier(hidden_layer_sizes=MLP_HIDDEN, alpha=MLP_ALPHA, batch_size=batch,
+                              learning_rate_init=1e-3, max_iter=mlp_epochs(tr.size, batch), random_state=int(seed))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(Z[tr], y[tr])
@@ -350,6 +412,42 @@ def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, 
         votes = y[train][idx]
         for j in range(kk):
             np.add.at(out, (test, votes[:, j]), 1.0)
+    return normalize_rows(out)
+
+
+def knn_oof_from_neighbors(X: np.ndarray, neighbors: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10,
+                           folds: int = 5, seed: int = 0) -> np.ndarray:
+    """:func:`knn_oof_probs` from neighbour lists computed once (they do not depend on the labels).
+
+    ``neighbors`` (l, K): each point's nearest other points, nearest first (e.g. the exact search of
+    :func:`lgcexp.graph.knn.exact_search` with K well above k; -1: none). On the folds of
+    :func:`knn_oof_probs`, a point's k nearest among the other folds are the first k entries of its list
+    outside its own fold; a point whose list holds fewer than k of them is searched by brute force among the
+    other folds, as there. The same class frequencies, up to the order of equally distant neighbours."""
+    y = np.asarray(y, dtype=np.int64)
+    nb = np.asarray(neighbors, dtype=np.int64)
+    l = y.size
+    out = np.zeros((l, int(n_classes)))
+    fold = np.empty(l, dtype=np.int64)
+    splits = list(fold_splits(y, n_classes, folds, seed))
+    for f, (_, te) in enumerate(splits):
+        fold[te] = f
+    for f, (train, te) in enumerate(splits):
+        kk = int(min(k, train.size))
+        L = nb[te]
+        ok = (L >= 0) & (fold[np.maximum(L, 0)] != f)
+        take = ok & (np.cumsum(ok, axis=1) <= kk)
+        rows = np.broadcast_to(te[:, None], L.shape)
+        np.add.at(out, (rows[take], y[L[take]]), 1.0)
+        short = te[take.sum(axis=1) < kk]
+        if short.size:
+            from sklearn.neighbors import NearestNeighbors
+
+            out[short] = 0.0
+            nn = NearestNeighbors(n_neighbors=kk, algorithm="brute").fit(np.asarray(X, dtype=np.float64)[train])
+            idx = nn.kneighbors(np.asarray(X, dtype=np.float64)[short], return_distance=False)
+            for j in range(kk):
+                np.add.at(out, (short, y[train][idx[:, j]]), 1.0)
     return normalize_rows(out)
 
 

@@ -246,12 +246,15 @@ def propagation_diagonal(S: sp.spmatrix, labeled: np.ndarray, alpha: float, *, m
 
 def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes: int, alpha: float, *,
                    diagonal: str = "exact", distance: int = 2, tol: float = 1e-6, maxiter: int = 10_000,
-                   dtype: str = "float32", block: int | None = None, progress: bool = False
-                   ) -> tuple[np.ndarray, dict[str, Any]]:
+                   dtype: str = "float32", block: int | None = None, progress: bool = False,
+                   P_diag: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """LGC's leave-one-out scores ``F_i - P_ii Y_i`` (l x c, clipped at 0; any positive scale) of every
     labelled point, from one solve with c right-hand sides and the diagonal of ``(I - alpha S)^-1``
     (``diagonal``: ``exact`` or ``probe``). Equal to ``(P_LL - diag(P_LL)) Y_L`` up to the solver's
-    tolerance and the factor 1 - alpha. Returns (scores, stats)."""
+    tolerance and the factor 1 - alpha. ``P_diag``: that diagonal at ``labeled`` (l,), as
+    :func:`propagation_diagonal` returned it for the same S, labelled points, alpha and dtype; it depends on
+    neither the labels nor c, so several label sets on one graph reuse it (then ``diagonal``, ``distance`` and
+    ``block`` are not read). Returns (scores, stats)."""
     t0 = time.perf_counter()
     labeled = np.asarray(labeled, dtype=np.int64)
     y = np.asarray(y, dtype=np.int64)
@@ -262,8 +265,14 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
     Y[rows, y] = 1.0
     F, it, _ = _solve(Sd, Y, alpha, tol, maxiter)
     F = F[rows].astype(np.float64)
-    d, st = propagation_diagonal(S, labeled, alpha, method=diagonal, distance=distance, tol=tol, maxiter=maxiter,
-                                 dtype=dtype, block=block, progress=progress, _prepared=prepared)
+    if P_diag is not None:
+        d = np.asarray(P_diag, dtype=np.float64)
+        if d.shape != (labeled.size,):
+            raise ValueError(f"P_diag has shape {d.shape}; it must be ({labeled.size},), one per labelled point")
+        st: dict[str, Any] = {"method": "given"}
+    else:
+        d, st = propagation_diagonal(S, labeled, alpha, method=diagonal, distance=distance, tol=tol,
+                                     maxiter=maxiter, dtype=dtype, block=block, progress=progress, _prepared=prepared)
     check = st.pop("_check", None)
     if check is not None:  # the probe's effect on the leave-one-out distributions of the checked points
         from .label_issues import normalize_rows

@@ -50,6 +50,27 @@ def test_exact_loo_equals_dense_pll_without_diagonal(small, dtype, atol):
     assert np.allclose(0.1 * V, Pt @ np.eye(10)[yl], atol=1e-9)
 
 
+@pytest.mark.parametrize("method", ["exact", "probe"])
+def test_given_diagonal_is_reused_across_label_sets(small, method):
+    """The diagonal depends on neither the labels nor c: computed once and passed as ``P_diag``, every label
+    set gets the very numbers it gets when the diagonal is computed inside; and the reused one still matches
+    the dense P_LL for a second label set."""
+    g, lab, yl = small
+    d, _ = loo.propagation_diagonal(g.S, lab, 0.9, method=method, distance=2, check=0)
+    other = (yl + np.arange(yl.size) % 3) % 10  # a different labelling of the same points
+    for labels in (yl, other):
+        ref, st_ref = loo.lgc_loo_scores(g.S, lab, labels, 10, 0.9, diagonal=method, distance=2)
+        got, st = loo.lgc_loo_scores(g.S, lab, labels, 10, 0.9, P_diag=d)
+        assert np.array_equal(got, ref)
+        assert st["diagonal"]["method"] == "given" and st_ref["diagonal"]["method"] == method
+    P, _ = propagation_submatrix(g.S, lab, 0.9, dtype="float64", tol=1e-12)
+    d_exact, _ = loo.propagation_diagonal(g.S, lab, 0.9, method="exact")
+    got, _ = loo.lgc_loo_probs(g.S, lab, other, 10, 0.9, P_diag=d_exact)
+    assert np.allclose(got, graph_loo_probs(P, other, 10), atol=2e-5)
+    with pytest.raises(ValueError, match="P_diag"):
+        loo.lgc_loo_scores(g.S, lab, yl, 10, 0.9, P_diag=d[:-1])
+
+
 @pytest.mark.parametrize("distance", [1, 2, 3])
 def test_colouring_separates_by_more_than_distance(small, distance):
     g, lab, _ = small
@@ -144,7 +165,7 @@ def test_feature_model_by_labelled_share_and_logistic_view():
     from lgcexp.label_issues import choose_feature_model, feature_probs
 
     assert choose_feature_model(1040, 7797) == "lda"  # the paper's protocol keeps the LDA
-    assert choose_feature_model(7797, 7797) == "logistic" and choose_feature_model(500, 1000) == "logistic"
+    assert choose_feature_model(7797, 7797) == "mlp" and choose_feature_model(500, 1000) == "mlp"
     rng = np.random.default_rng(1)
     y = np.arange(150) % 3
     X = rng.normal(size=(150, 4)) + 2.0 * np.eye(3, 4)[y]

@@ -1,0 +1,79 @@
+"""Feature views for fully labelled data (lgcexp.label_issues): the k-NN baseline from neighbour lists
+against its brute-force form, and the network view's out-of-fold property (a point's own label never
+trains the model that judges it)."""
+import numpy as np
+import pytest
+
+from lgcexp.label_issues import feature_probs, knn_oof_from_neighbors, knn_oof_probs, mlp_epochs, oof_mlp_probs
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X[:600] + np.random.default_rng(0).normal(0.0, 0.01, (600, 64))  # no equally distant neighbours
+    return X, y[:600]
+
+
+@pytest.mark.parametrize("K", [40, 11])
+def test_knn_from_neighbor_lists_is_the_brute_force_baseline(digits, K):
+    """Lists searched once (faiss, self excluded) give the brute-force out-of-fold frequencies; with short
+    lists (K = 11 for k = 10) many points lack k neighbours outside their fold and take the fallback."""
+    from lgcexp.graph.knn import exact_search
+
+    X, y = digits
+    nb = exact_search(X, K)[1]
+    noisy = y.copy()
+    noisy[::7] = (noisy[::7] + 3) % 10
+    for seed in (0, 5):
+        ref = knn_oof_probs(X, noisy, 10, k=10, folds=5, seed=seed)
+        got = knn_oof_from_neighbors(X, nb, noisy, 10, k=10, folds=5, seed=seed)
+        assert np.array_equal(got, ref)
+
+
+def _labels_with_a_small_class(y):
+    """Labels whose class 9 has 2 members: fold_splits then falls back to plain k-fold, whose folds do not
+    depend on the labels, so a label can change while every fold stays put."""
+    y = y.copy()
+    nine = np.flatnonzero(y == 9)
+    y[nine[2:]] = 8
+    return y
+
+
+def test_mlp_view_is_out_of_fold(digits):
+    from lgcexp.label_issues import fold_splits
+
+    X, y0 = digits
+    y = _labels_with_a_small_class(y0)
+    base = oof_mlp_probs(X, y, 10, folds=5, seed=2)
+    assert base.shape == (600, 10) and np.allclose(base.sum(axis=1), 1.0)
+    assert np.mean(base.argmax(axis=1) == y) > 0.9  # a working classifier, not a constant
+    (_, te0), *_ = list(fold_splits(y, 10, 5, 2))
+    i = int(te0[0])
+    y2 = y.copy()
+    y2[i] = (y[i] + 1) % 9  # another label for one point of the first test fold
+    got = oof_mlp_probs(X, y2, 10, folds=5, seed=2)
+    # the first fold's model never saw point i's label: its fold is judged exactly as before
+    assert np.array_equal(got[te0], base[te0])
+    # while the other folds' models did, and they move
+    others = np.setdiff1d(np.arange(600), te0)
+    assert not np.array_equal(got[others], base[others])
+
+
+def test_mlp_view_trains_only_on_kept_labels(digits):
+    """Labels outside ``train`` teach nothing: changing them leaves every probability as it was."""
+    X, y0 = digits
+    y = _labels_with_a_small_class(y0)
+    keep = np.ones(600, dtype=bool)
+    keep[::5] = False
+    a = feature_probs(X, y, 10, keep, folds=5, seed=1, model="mlp")
+    y2 = y.copy()
+    y2[~keep] = (y2[~keep] + 4) % 9
+    b = feature_probs(X, y2, 10, keep, folds=5, seed=1, model="mlp")
+    assert np.array_equal(a, b)
+    assert np.array_equal(a, oof_mlp_probs(X, y, 10, folds=5, seed=1, train=keep))
+
+
+def test_mlp_epochs():
+    assert mlp_epochs(56_000) == 20 and mlp_epochs(100) == 200 and mlp_epochs(6_000) == 167
