@@ -3,7 +3,8 @@
 
 For each data set (digits, ISOLET), noise model (uniform, idn, confusion), rate (10 / 20 / 40 %) and seed,
 every point is labelled and ``rate`` of the labels flipped; the default judgement of a fully labelled set
-(LGC's graph leave-one-out, alpha 0.9, 10-NN graph, combined with the out-of-fold logistic feature view:
+(LGC's graph leave-one-out, alpha 0.9, 10-NN graph, combined with the out-of-fold feature view, by default the
+fully labelled one (``--feature-model``):
 ``lgcexp.label_issues.judge``) gives each label a probability of being wrong
 (``lgcexp.label_issues.issue_probability`` over the views that took part). Recorded per run:
 
@@ -42,13 +43,22 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--noises", nargs="+", default=["uniform", "idn", "confusion"])
     ap.add_argument("--rates", nargs="+", type=float, default=[0.1, 0.2, 0.4])
+    ap.add_argument("--feature-model", default=None,
+                    help="the feature view's model (default: the fully labelled default, choose_feature_model)")
     ap.add_argument("--out", default=str(OUT / "issue_probability"))
     a = ap.parse_args()
 
     from bench_detect_realistic import load
 
     from lgcexp.graph import build_graph
-    from lgcexp.label_issues import LabelJudgement, issue_probability, judge, normalize_rows, suggested_labels
+    from lgcexp.label_issues import (
+        LabelJudgement,
+        choose_feature_model,
+        issue_probability,
+        judge,
+        normalize_rows,
+        suggested_labels,
+    )
     from lgcexp.loo import _prepare, _solve, propagation_diagonal
     from lgcexp.noise import make_noise
 
@@ -62,6 +72,7 @@ def main() -> None:
         diag, _ = propagation_diagonal(g.S, lab, 0.9, method="exact" if n <= 10_000 else "probe", distance=3,
                                        check=0, _prepared=prep)
         Sd, rws, _ = prep
+        model = a.feature_model or choose_feature_model(n, n)
         for seed in range(a.seeds):
             for noise in a.noises:
                 for rate in a.rates:
@@ -73,12 +84,13 @@ def main() -> None:
                     F = _solve(Sd, Y, 0.9, 1e-6, 10_000)[0][rws].astype(np.float64)
                     F[lab, y_obs] -= diag
                     evidence = normalize_rows(np.maximum(F, 0.0))
-                    j = judge(LabelJudgement(probs=evidence), y_obs, None, X=X, feature_model="logistic")
+                    j = judge(LabelJudgement(probs=evidence), y_obs, None, X=X, feature_model=model)
                     alone = issue_probability([evidence], y_obs)
                     own = suggested_labels(evidence, y_obs) != y_obs
                     p, flag = j.issue_probability, j.is_issue
                     rows.append({
-                        "dataset": ds, "noise": noise, "rate": rate, "seed": seed, "n_wrong": int(flipped.sum()),
+                        "dataset": ds, "noise": noise, "rate": rate, "seed": seed, "view": model,
+                        "n_wrong": int(flipped.sum()),
                         "features": j.features, "n_flagged": int(flag.sum()),
                         "precision": float(flipped[flag].mean()) if flag.any() else 0.0,
                         "mean_p_flagged": float(p[flag].mean()) if flag.any() else 0.0,
@@ -103,16 +115,17 @@ def save(rows: list[dict], out: Path) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    keys = ["dataset", "noise", "rate"]
+    keys = ["dataset", "view", "noise", "rate"]
     m = df.groupby(keys, sort=False).agg(
         seeds=("seed", "nunique"), n_wrong=("n_wrong", "mean"), expected=("expected", "mean"),
         cl_estimate=("cl_estimate", "mean"), precision=("precision", "mean"), mean_p=("mean_p_flagged", "mean"),
         ece=("ece", "mean"), graph_expected=("graph_expected", "mean"), graph_ece=("graph_ece", "mean"),
     ).reset_index()
-    lines = ["| data | noise | rate | seeds | wrong | Σ p | CL count | flag precision | mean p of flags | ECE "
-             "| graph alone: Σ p | graph alone: ECE |", "|" + "---|" * 12]
+    lines = ["| data | view | noise | rate | seeds | wrong | Σ p | CL count | flag precision | mean p of flags | ECE "
+             "| graph alone: Σ p | graph alone: ECE |", "|" + "---|" * 13]
     for r in m.itertuples(index=False):
-        lines.append(f"| {r.dataset} | {r.noise} | {r.rate:g} | {r.seeds} | {r.n_wrong:.0f} | {r.expected:.0f} | "
+        lines.append(f"| {r.dataset} | {r.view} | {r.noise} | {r.rate:g} | {r.seeds} | {r.n_wrong:.0f} | "
+                     f"{r.expected:.0f} | "
                      f"{r.cl_estimate:.0f} | {r.precision:.3f} | {r.mean_p:.3f} | {r.ece:.3f} | "
                      f"{r.graph_expected:.0f} | {r.graph_ece:.3f} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
