@@ -82,8 +82,10 @@ class LabelJudgement:
 class DetectOptions(Configurable):
     """The ``detect`` section of the config: how a judging method's evidence becomes ``label_issues.csv``.
 
-    ``features`` (default true): add the *feature view* where the points have features: a shrinkage LDA
-    fitted out-of-fold on the labels the method's own evidence keeps (:func:`feature_probs`). It is used
+    ``features`` (default true): add the *feature view* where the points have features: a model fitted
+    out-of-fold on the labels the method's own evidence keeps (:func:`feature_probs`; its model by the
+    labelled share, :func:`choose_feature_model`: a shrinkage LDA for a few sampled labels, the out-of-fold
+    network where most points are labelled). It is used
     only when it agrees with those kept labels (out-of-fold) at least ``min_agreement`` of the time (a
     weak feature model would only blur the graph's evidence); the reported distribution is then the
     geometric mean of the two views (:func:`combine_views`), else the method's evidence alone. ``folds``:
