@@ -283,14 +283,24 @@ def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: i
     given, when there are more features; 0: no projection); ``folds`` folds shuffled with ``seed``
     (:func:`fold_splits`), each fold's model fitted on the other folds' rows in ``train`` (default: all).
     A class absent from a fold's training rows gets probability 0 there."""
+    from sklearn.linear_model import LogisticRegression
+
+    return _out_of_fold(_pca_axes(X, pca, seed), y, n_classes, folds, seed, train,
+                        lambda n_train: LogisticRegression(C=float(C), max_iter=1000))
+
+
+def _out_of_fold(Z: np.ndarray, y: np.ndarray, n_classes: int, folds: int, seed: int, train: np.ndarray | None,
+                 make_model: Any) -> np.ndarray:
+    """Out-of-fold class probabilities (l x c) of the scikit-learn classifier ``make_model(n_train)`` on the
+    rows Z: on the folds of :func:`fold_splits`, each fold's model fitted on the other folds' rows in
+    ``train`` (default: all; its convergence warnings silenced); a fold whose training rows hold one class
+    gives that class probability 1, a class absent from a fold's training rows probability 0 there."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
 
     y = np.asarray(y, dtype=np.int64)
     train = np.ones(y.size, dtype=bool) if train is None else np.asarray(train, dtype=bool)
-    Z = _pca_axes(X, pca, seed)
     out = np.zeros((y.size, int(n_classes)))
     for tr, te in fold_splits(y, n_classes, folds, int(seed)):
         tr = tr[train[tr]]
@@ -298,7 +308,7 @@ def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: i
         if present.size < 2:
             out[te, present] = 1.0 / max(1, present.size)
             continue
-        model = LogisticRegression(C=float(C), max_iter=1000)
+        model = make_model(tr.size)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(Z[tr], y[tr])
@@ -345,29 +355,14 @@ def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 
     output, cross-entropy with L2 weight :data:`MLP_ALPHA`, Adam (learning rate 1e-3, batches of
     :data:`MLP_BATCH`) for :func:`mlp_epochs` epochs (it may stop earlier when the training loss stalls),
     initialised with ``seed``. A class absent from a fold's training rows gets probability 0 there."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier
 
-    y = np.asarray(y, dtype=np.int64)
-    train = np.ones(y.size, dtype=bool) if train is None else np.asarray(train, dtype=bool)
-    Z = _standardize(_pca_axes(X, pca, seed))
-    out = np.zeros((y.size, int(n_classes)))
-    for tr, te in fold_splits(y, n_classes, folds, int(seed)):
-        tr = tr[train[tr]]
-        present = np.unique(y[tr])
-        if present.size < 2:
-            out[te, present] = 1.0 / max(1, present.size)
-            continue
-        batch = int(min(MLP_BATCH, tr.size))
-        model = MLPClassifier(hidden_layer_sizes=MLP_HIDDEN, alpha=MLP_ALPHA, batch_size=batch,
-                              learning_rate_init=1e-3, max_iter=mlp_epochs(tr.size, batch), random_state=int(seed))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(Z[tr], y[tr])
-        out[np.ix_(te, model.classes_)] = model.predict_proba(Z[te])
-    return out
+    def network(n_train: int) -> MLPClassifier:
+        batch = int(min(MLP_BATCH, n_train))
+        return MLPClassifier(hidden_layer_sizes=MLP_HIDDEN, alpha=MLP_ALPHA, batch_size=batch,
+                             learning_rate_init=1e-3, max_iter=mlp_epochs(n_train, batch), random_state=int(seed))
+
+    return _out_of_fold(_standardize(_pca_axes(X, pca, seed)), y, n_classes, folds, seed, train, network)
 
 
 def fold_splits(y: np.ndarray, n_classes: int, folds: int, seed: int):
