@@ -499,12 +499,15 @@ def test_judge_run_projects_large_views(monkeypatch):
     from types import SimpleNamespace
 
     X, y = two_clusters(n_per=60, seed=2)
-    X = np.hstack([X, np.random.default_rng(0).normal(scale=0.01, size=(X.shape[0], 60))])
+    rng = np.random.default_rng(0)  # 60 more columns, each a noisy mix of the two informative ones
+    X = np.hstack([X, X @ rng.normal(size=(2, 60)) + rng.normal(scale=0.05, size=(X.shape[0], 60))])
     y_obs = y.copy()
     y_obs[:6] = 1 - y_obs[:6]
     evidence = li.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
     algo = SimpleNamespace(label_judgement=lambda: li.LabelJudgement(probs=evidence))
     split = SimpleNamespace(labeled=np.arange(y.size), y_observed=y_obs)
+    # the logistic view (the network view whitens 50 axes, which 120 points of rank-2 data cannot train)
+    monkeypatch.setattr(li, "choose_feature_model", lambda n_labeled, n: "logistic")
     small = li.judge_run(algo, split, None, X=X)
     calls = []
     real = li.project_rows
