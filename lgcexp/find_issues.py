@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .label_issues import DetectOptions, LabelJudgement, choose_feature_model, issues_frame, judge, knn_oof_probs
+from .label_issues import DetectOptions, LabelJudgement, issues_frame, judge, judge_labels, knn_oof_probs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,10 +121,10 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     why = dense_refusal(method, labeled.size, "method") if method in DENSE_METHODS else None
     if why:
         raise UserError(why)
-    Xl = None if X is None else np.asarray(X[labeled], dtype=np.float64)
     if method in BASELINE_METHODS:
-        if Xl is None:
+        if X is None:
             raise UserError("method=knn needs the features X")
+        Xl = np.asarray(X[labeled], dtype=np.float64)
         judgement = LabelJudgement(probs=knn_oof_probs(Xl, y, c, k=min(10, max(1, labeled.size - 1))),
                                    source="knn: out-of-sample 10-NN class frequencies")
         judged = judge(judgement, y, DetectOptions(cut=cut, features=False))
@@ -142,11 +142,10 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         if algorithm.required_eigenpairs() >= n:
             raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs "
                             f"but there are only {n} points")
-        algorithm.fit(graph, labeled, y, c, cache=cache)
-        judgement = algorithm.label_judgement()
-        if judgement is None:
+        algorithm.fit(graph, labeled, y, c, cache=cache, features=X)
+        judged = judge_labels(algorithm.label_judgement(), labeled, y, n, opts, X)
+        if judged is None:
             raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
-        judged = judge(judgement, y, opts, X=Xl, feature_model=choose_feature_model(labeled.size, n))
     flipped: np.ndarray | None = None
     if clean_labels is not None:
         known = y_clean != -1

@@ -44,7 +44,7 @@ __all__ = [
     "issue_probability",
     "confident_thresholds", "confident_joint", "calibrated_counts", "estimate_issues", "confident_learning", "decide",
     "knn_oof_probs", "detection_metrics", "issues_frame",
-    "JudgedLabels", "judge", "judge_run", "view_rows", "run_metrics", "run_frame",
+    "JudgedLabels", "judge", "judge_labels", "judge_run", "view_rows", "run_metrics", "run_frame",
 ]
 
 ISSUES_FILE = "label_issues.csv"
@@ -836,21 +836,26 @@ def view_rows(X: Any, labeled: np.ndarray) -> np.ndarray | None:
     return np.asarray(X[labeled], dtype=np.float64)
 
 
-def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
-              X: np.ndarray | None = None) -> JudgedLabels | None:
-    """:func:`judge` for a fitted algorithm on a run's labelled set (``X``: all the data's features, or
-    None; only the labelled rows are read, so a memory-mapped X stays on disk; above
-    :data:`LARGE_VIEW_BYTES` they are read block by block onto :data:`LOGISTIC_PCA` principal axes,
-    :func:`project_rows`)."""
-    judgement = algorithm.label_judgement()
+def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.ndarray, n: int,
+                 options: DetectOptions | Mapping[str, Any] | None = None, X: Any = None) -> JudgedLabels | None:
+    """:func:`judge` of a method's judgement of the ``labeled`` points among ``n`` (the one entry of the
+    command, the estimators and :func:`lgcexp.find_issues.find_label_issues`): the feature view reads the
+    labelled rows of ``X`` (all the data's features, or None) through :func:`view_rows` (a large or
+    memory-mapped X is never copied whole) and its model is chosen by the labelled share
+    (:func:`choose_feature_model`)."""
     if judgement is None:
         return None
     opts = _options(options)
-    labeled = np.asarray(split.labeled)
     Xl = view_rows(X, labeled) if opts.features else None
-    n = None if X is None else int(X.shape[0])
-    return judge(judgement, split.y_observed, opts, X=Xl,
-                 feature_model=choose_feature_model(len(split.labeled), n) if n else "lda")
+    return judge(judgement, y, opts, X=Xl, feature_model=choose_feature_model(len(labeled), n))
+
+
+def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
+              X: np.ndarray | None = None) -> JudgedLabels | None:
+    """:func:`judge_labels` for a fitted algorithm on a run's labelled set (``X``: all the data's features, or
+    None)."""
+    n = len(split.labeled) if X is None else int(X.shape[0])
+    return judge_labels(algorithm.label_judgement(), np.asarray(split.labeled), split.y_observed, n, options, X)
 
 
 def run_metrics(judged: JudgedLabels | None, split: Any) -> dict[str, Any]:

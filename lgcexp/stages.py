@@ -77,13 +77,6 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
         algorithm.fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache,
                       class_priors=class_priors, features=features)
     with timer.stage("evaluate"):
-        issues = None
-        judgement = algorithm.label_judgement()
-        if judgement is not None:
-            opts = label_issues._options(detect)
-            Xl = label_issues.view_rows(features, labeled) if opts.features else None
-            # the feature view's model by the labelled share, as find_label_issues (a fully labelled set: the
-            # model measured on realistic noise; the paper's few sampled labels: the shrinkage LDA)
-            model = label_issues.choose_feature_model(len(labeled), graph.n)
-            issues = label_issues.judge(judgement, y_labeled, opts, X=Xl, feature_model=model)
+        issues = label_issues.judge_labels(algorithm.label_judgement(), np.asarray(labeled), y_labeled, graph.n,
+                                           detect, features)
     return FittedStages(graph, graph_hit, eig, eig_hit, algorithm, issues)

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import UserError
 from ..params import Interval, positive
 from .gfhf import GFHF
+from .wnll import WNLL
 
 
 def distance_to_labelled(X: Any, labeled: np.ndarray, block: int = 8192) -> np.ndarray:
@@ -37,16 +38,9 @@ def distance_to_labelled(X: Any, labeled: np.ndarray, block: int = 8192) -> np.n
     return out
 
 
-def properly_weights(W, gamma: np.ndarray):
-    """``W'_ij = (γ_i + γ_j) W_ij``."""
-    import scipy.sparse as sp
-
-    G = sp.diags(np.asarray(gamma, dtype=np.float64))
-    return sp.csr_matrix(G @ W + W @ G)
-
-
-class ProperlyWeighted(GFHF):
-    """GFHF on the properly weighted graph. Parameters as GFHF (``tol``, ``maxiter``, ``cmn``) and ``power``
+class ProperlyWeighted(WNLL):
+    """GFHF on the properly weighted graph (WNLL's reweighting with the node weights γ). Parameters as GFHF
+    (``tol``, ``maxiter``, ``cmn``) and ``power``
     (p), ``zeta`` (ζ, the largest weight), ``radius`` (r, in the features' units)."""
 
     name = "properly"
@@ -67,7 +61,7 @@ class ProperlyWeighted(GFHF):
         dist = np.maximum(distance_to_labelled(X, labeled), floor)
         return 1.0 + (r / dist) ** p
 
-    def weights(self, graph, labeled):
+    def node_weights(self, graph, labeled) -> np.ndarray:
         X = getattr(self, "_features", None)
         if X is None:
             raise UserError("algo=properly needs the features the graph was built on (a graph given without "
@@ -75,5 +69,4 @@ class ProperlyWeighted(GFHF):
         if X.shape[0] != graph.n:
             raise UserError(f"algo=properly: the features have {X.shape[0]} rows but the graph {graph.n} points")
         self.gamma_ = self.gamma(X, labeled)
-        W = properly_weights(graph.W, self.gamma_)
-        return W, np.asarray(W.sum(axis=1)).ravel()
+        return self.gamma_

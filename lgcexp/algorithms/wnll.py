@@ -4,9 +4,8 @@ reweighted graph ``W'_ij = (a_i + a_j) W_ij``, ``a_i = n/m`` at the m labelled p
 the harmonic extension of the labels for the energy ``sum_{i unlabelled} sum_j W_ij (u_i - u_j)^2 + (n/m)
 sum_{i labelled} sum_j W_ij (u_i - u_j)^2``. Same weights as GraphLearning's ``laplace(reweighting='wnll')``.
 
-(The properly weighted Laplacian of Calder & Slepčev, Appl. Math. Optim. 2019, reweights by each point's
-feature-space distance to the labelled set, which an algorithm here does not see (it gets the graph only);
-it is not implemented.)
+The properly weighted Laplacian (:mod:`lgcexp.algorithms.properly`) is the same reweighting with other node
+weights.
 """
 from __future__ import annotations
 
@@ -15,14 +14,12 @@ import numpy as np
 from .gfhf import GFHF
 
 
-def wnll_weights(W, labeled: np.ndarray):
-    """``W'_ij = (a_i + a_j) W_ij``, ``a = n/m`` on the m labelled points and 1 elsewhere (WNLL)."""
+def node_reweighted(W, a: np.ndarray):
+    """``W'_ij = (a_i + a_j) W_ij``: a graph reweighted by a weight per node (WNLL, the properly weighted
+    Laplacian)."""
     import scipy.sparse as sp
 
-    n = W.shape[0]
-    a = np.ones(n)
-    a[labeled] = n / labeled.size
-    A = sp.diags(a)
+    A = sp.diags(np.asarray(a, dtype=np.float64))
     return sp.csr_matrix(A @ W + W @ A)
 
 
@@ -31,6 +28,12 @@ class WNLL(GFHF):
 
     name = "wnll"
 
+    def node_weights(self, graph, labeled) -> np.ndarray:
+        """The weight ``a_i`` of every node (WNLL: n/m at the labels, 1 elsewhere)."""
+        a = np.ones(graph.n)
+        a[labeled] = graph.n / len(labeled)
+        return a
+
     def weights(self, graph, labeled):
-        W = wnll_weights(graph.W, labeled)
+        W = node_reweighted(graph.W, self.node_weights(graph, labeled))
         return W, np.asarray(W.sum(axis=1)).ravel()
