@@ -717,8 +717,9 @@ class JudgedLabels:
     the reported distribution, ``quality``, ``suggested``, ``is_issue``, the ``cut`` applied, the
     judgement's ``source``, whether the feature view took part (``features``) and its out-of-fold agreement
     with the labels the method keeps (``feature_agreement``; None where it was not fitted), confident
-    learning's estimate of the number of wrong labels (``estimated_issues``) and each label's probability of
-    being wrong (``issue_probability``, :func:`issue_probability` over the views that took part)."""
+    learning's estimate of the number of wrong labels (``estimated_issues``), each label's probability of
+    being wrong (``issue_probability``, :func:`issue_probability` over the views that took part) and the
+    feature view's out-of-fold distribution (``feature_view``; None where it was not fitted)."""
 
     probs: np.ndarray
     quality: np.ndarray
@@ -731,6 +732,7 @@ class JudgedLabels:
     estimated_issues: int | None = None
     issue_probability: np.ndarray | None = None
     feature_model: str | None = None
+    feature_view: np.ndarray | None = None
 
     @property
     def expected_issues(self) -> float | None:
@@ -759,7 +761,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     y = np.asarray(y, dtype=np.int64)
     evidence = np.asarray(judgement.probs, dtype=np.float64)
     n_classes = evidence.shape[1]
-    probs, used, agreement = evidence, False, None
+    probs, used, agreement, fp = evidence, False, None, None
     views = [evidence]
     if opts.features and X is not None and y.size:
         own_issue = suggested_labels(evidence, y) != y
@@ -781,7 +783,8 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
                         feature_agreement=agreement, estimated_issues=estimate_issues(probs, y),
-                        issue_probability=issue_probability(views, y), feature_model=feature_model if used else None)
+                        issue_probability=issue_probability(views, y), feature_model=feature_model if used else None,
+                        feature_view=fp)
 
 
 #: above this many bytes (the labelled rows as float64) the feature view's rows are first projected on

@@ -60,6 +60,21 @@ def load(name: str):
     return z["X"].astype(np.float64), z["y"].astype(np.int64)
 
 
+def representation(ds: str, X, name: str, npz: dict, cache):
+    """``ds``'s features under ``name``: from ``npz[ds]`` when given, else the ``features`` stage's map with
+    its defaults (VAE: ~6,000 Adam steps), cached by content key like the pipeline's."""
+    if ds in npz:
+        Z = np.load(npz[ds])["X"].astype(np.float64)
+        if Z.shape[0] != X.shape[0]:
+            raise SystemExit(f"--features-npz {ds}: {Z.shape[0]} rows, the data has {X.shape[0]}")
+        return Z
+    from lgcexp.cache import stable_hash
+    from lgcexp.features import make_features
+
+    fp = stable_hash({"bench": ds, "shape": list(X.shape), "sum": float(X.sum()), "sq": float((X * X).sum())}, 32)
+    return make_features(name).transform(X, data_fingerprint=fp, cache=cache).X.astype(np.float64)
+
+
 def metrics(quality, flag, flipped) -> dict:
     from sklearn.metrics import roc_auc_score
 
@@ -94,6 +109,12 @@ def main() -> None:
                     "reads exact neighbour lists searched once (faiss) instead of a brute-force search per draw")
     ap.add_argument("--knn-lists", type=int, default=50, help="length of those lists")
     ap.add_argument("--seed-list", nargs="*", type=int, default=None, help="run these seeds (default: 0..seeds-1)")
+    ap.add_argument("--features", default="raw", help="representation the detectors judge on (raw, pca, vae; the "
+                    "noise is always made on the raw features, so draws match across representations)")
+    ap.add_argument("--features-npz", nargs="*", default=[], help="DATASET=PATH: that data set's representation "
+                    "from an .npz (array X; e.g. a cached features entry) instead of training it here")
+    ap.add_argument("--dump", default=None, help="directory where each draw's views are written (graph leave-one-out, "
+                    "the feature views, noisy and clean labels; one .npz per draw) for scripts/bench_cuts.py")
     ap.add_argument("--cache", default=None, help="directory keeping the graph, the diagonal and the neighbour "
                     "lists between invocations (they do not depend on the labels)")
     a = ap.parse_args()
@@ -155,6 +176,12 @@ def main() -> None:
     for ds in datasets:
         X, y = load(ds)
         n, c = y.size, int(y.max()) + 1
+        X_noise = X  # the noise (confusion: its out-of-fold classifier) always sees the raw features
+        if a.features != "raw":
+            t0 = time.perf_counter()
+            X = representation(ds, X, a.features, dict(s.split("=", 1) for s in a.features_npz), cache)
+            print(f"{ds}: features={a.features} {X.shape} {time.perf_counter() - t0:.1f}s", flush=True)
+        tag = "" if a.features == "raw" else f"{a.features}-"
         lab = np.arange(n)
         # what does not depend on the labels is computed once per data set and reused by every noise draw:
         # the graph, the diagonal of (I - alpha S)^-1 (lgc_loo_probs(P_diag=...)), and for a large set the
@@ -170,7 +197,7 @@ def main() -> None:
             from lgcexp.graph.knn import exact_search
 
             t0 = time.perf_counter()
-            neighbors = stored(f"{ds}-{n}-nn{a.knn_lists}", lambda: exact_search(X, a.knn_lists)[1])
+            neighbors = stored(f"{ds}-{n}-{tag}nn{a.knn_lists}", lambda: exact_search(X, a.knn_lists)[1])
             print(f"{ds}: exact {a.knn_lists}-NN lists {time.perf_counter() - t0:.1f}s", flush=True)
         # the principal axes of the feature views and baselines depend on X and the seed only
         pca_memo.clear()
@@ -178,7 +205,7 @@ def main() -> None:
         # every rate (the same numbers as refitting it)
         confusions: dict = {}
 
-        def noise_model(noise, rate, X=X, y=y, c=c, confusions=confusions):
+        def noise_model(noise, rate, c=c, confusions=confusions):
             nm = make_noise(noise, rate=rate)
             if noise == "confusion":
                 fit = nm.confusion
@@ -196,10 +223,11 @@ def main() -> None:
             for noise in a.noises:
                 for rate in a.rates:
                     t0 = time.perf_counter()
-                    y_obs, flipped = noise_model(noise, rate).corrupt(y, c, seed, X=X)
+                    y_obs, flipped = noise_model(noise, rate).corrupt(y, c, seed, X=X_noise)
                     graph, _ = lgc_loo_probs(g.S, lab, y_obs, c, 0.9, P_diag=diag)
                     det = {}
                     secs = {}
+                    views, gates = {}, {}
                     if want("graph"):
                         det["graph"] = (label_quality(graph, y_obs), suggested_labels(graph, y_obs) != y_obs, graph)
                     for name, fm in (("lgc+lda", "lda"), ("lgc+lr", "logistic"), ("lgc+mlp", "mlp")):
@@ -208,6 +236,9 @@ def main() -> None:
                             j = judge(LabelJudgement(probs=graph), y_obs, None, X=X, feature_model=fm)
                             det[name] = (j.quality, j.is_issue, j.probs)
                             secs[name] = time.perf_counter() - t1
+                            if a.dump and j.feature_view is not None:
+                                views[fm] = j.feature_view
+                                gates[fm] = np.nan if j.feature_agreement is None else j.feature_agreement
                     if want("knn+cleanlab"):
                         t1 = time.perf_counter()
                         if neighbors is None:
@@ -237,10 +268,16 @@ def main() -> None:
                             det["graph*lr suggested"] = (q, own_gl, gl)
                         if want("graph*lr CL"):
                             det["graph*lr CL"] = (q, confident_learning(gl, y_obs, c), gl)
+                    if a.dump:
+                        Path(a.dump).mkdir(parents=True, exist_ok=True)
+                        np.savez_compressed(Path(a.dump) / f"{tag}{ds}-{noise}-{rate:g}-{seed}.npz", graph=graph, y=y,
+                                            y_obs=y_obs, flipped=flipped, **{f"view_{k}": v for k, v in views.items()},
+                                            **{f"agreement_{k}": np.float64(v) for k, v in gates.items()})
                     for name, (qq, flag, P) in det.items():
                         m = metrics(np.asarray(qq), np.asarray(flag, bool), flipped)
-                        rows.append({"dataset": ds, "noise": noise, "rate": rate, "seed": seed, "detector": name,
-                                     **m, "n_wrong": int(flipped.sum()), "cl_estimate": cl_estimate(P, y_obs, c),
+                        rows.append({"dataset": ds, "features": a.features, "noise": noise, "rate": rate, "seed": seed,
+                                     "detector": name, **m, "n_wrong": int(flipped.sum()),
+                                     "cl_estimate": cl_estimate(P, y_obs, c),
                                      "lr_pca": a.lr_pca, "seconds": round(secs.get(name, float("nan")), 2)})
                     print(f"{ds} {noise} {rate} seed {seed}: {time.perf_counter() - t0:.1f}s  " + "  ".join(
                         f"{r['detector']} {r['f1']:.3f}/{r['auc']:.3f}" for r in rows[-len(det):]), flush=True)
@@ -256,7 +293,7 @@ def save(rows, out: Path, merge, clv: str) -> None:
     rows = list(rows)
     for path in merge:
         with open(path) as fh:
-            rows += [{k: (v if k in ("dataset", "noise", "detector") else float(v)) for k, v in r.items()}
+            rows += [{k: (v if k in ("dataset", "features", "noise", "detector") else float(v)) for k, v in r.items()}
                      for r in csv.DictReader(fh)]
     write_md(rows, out.with_suffix(".md"), clv)
 
@@ -265,6 +302,9 @@ def write_md(rows, path: Path, clv: str) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
+    if "features" in df:  # a detector on learned features is its own row: name@features
+        other = df["features"].fillna("raw") != "raw"
+        df.loc[other, "detector"] = df.loc[other, "detector"] + "@" + df.loc[other, "features"]
     g = df.groupby(["dataset", "noise", "rate", "detector"], sort=False)
     agg = g.agg(f1=("f1", "mean"), auc=("auc", "mean"), precision=("precision", "mean"), recall=("recall", "mean"),
                 n_wrong=("n_wrong", "mean"), cl_estimate=("cl_estimate", "mean"), seeds=("seed", "nunique"))

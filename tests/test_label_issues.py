@@ -341,6 +341,10 @@ def test_judge_reports_issue_probability_of_the_views_used():
     assert with_view.expected_issues == pytest.approx(with_view.issue_probability.sum())
     # two agreeing views are surer than one: the wrong labels' probabilities go up
     assert (with_view.issue_probability[wrong] > alone.issue_probability[wrong]).all()
+    # the feature view handed back is the out-of-fold view trained on the labels the evidence keeps
+    keep = evidence.argmax(axis=1) == y_obs
+    assert np.array_equal(with_view.feature_view, li.feature_probs(X, y_obs, 2, keep))
+    assert alone.feature_view is None
 
 
 # --- the Python entry point -------------------------------------------------------------------------------
