@@ -118,7 +118,7 @@ def report_data_issues(p: Any, data: Any, split: LabelSplit, issues: Any, featur
     lists = getattr(graph, "neighbors", None) if graph is not None else None
     knn = (lists[0][:, :k], lists[1][:, :k]) if lists is not None and lists[0].shape[1] >= k else None
     audit = di.find_data_issues(np.asarray(features), k=k, knn=knn)
-    source = "searched" if knn is None else "the graph's exact lists" if p.graph.name == "knn" else \
+    source = "searched" if knn is None else "the graph's exact lists" if graph.neighbors_exact else \
         f"the graph's approximate lists ({p.graph.name}; recall in result.json's graph section)"
     write_table(Path(out) / di.DATA_ISSUES_FILE, audit.frame())
     result["data_issues"] = {**audit.summary(), "knn_lists": source}

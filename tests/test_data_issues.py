@@ -142,6 +142,7 @@ def test_audit_reuses_the_graphs_exact_lists(planted, tmp_path):
     assert not hit and hit2
     own = di.find_data_issues(planted, k=6).frame()
     for g in (built, again):
+        assert g.neighbors_exact
         dist, idx = g.neighbors
         assert dist.shape[0] == planted.shape[0] and dist.shape[1] >= 6
         bd, _, _ = brute(planted, 6)
@@ -150,9 +151,9 @@ def test_audit_reuses_the_graphs_exact_lists(planted, tmp_path):
         pd.testing.assert_frame_equal(reused, own)
     # an approximate search keeps its lists where their distances are the features' own (no PCA, or re-ranked)
     approx, _ = GRAPH_BUILDERS.get("knn_approx")(k=6, sigma=100.0).build(planted, cache=None)
-    assert approx.neighbors is not None and approx.neighbors[0].shape[1] >= 6
+    assert approx.neighbors is not None and approx.neighbors[0].shape[1] >= 6 and not approx.neighbors_exact
     projected, _ = GRAPH_BUILDERS.get("knn_approx")(k=6, sigma=100.0, pca=3).build(planted, cache=None)
-    assert projected.neighbors is None
+    assert projected.neighbors is None and not projected.neighbors_exact
 
 
 def test_exact_duplicates_by_digest_match_unique_rows(planted):

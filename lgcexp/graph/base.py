@@ -24,7 +24,8 @@ class Graph:
     file of a precomputed graph, ...); ``neighbors``: the kNN lists (distances, indices; self excluded,
     nearest first) the graph was built from, where the builder keeps them (exact search; approximate search
     with distances in the features' own space; None otherwise), so that a later step on the same features
-    (the data audit) does not search again.
+    (the data audit) does not search again; ``neighbors_exact``: whether those lists are the exact search's
+    (False for an approximate search's).
     """
 
     W: sp.csr_matrix
@@ -32,6 +33,7 @@ class Graph:
     key: str
     info: dict[str, Any] = field(default_factory=dict)
     neighbors: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    neighbors_exact: bool = field(default=False, compare=False)
     degree: np.ndarray = field(init=False)
     S: sp.csr_matrix = field(init=False)
 

@@ -330,7 +330,8 @@ class KnnGraph(GraphBuilder):
             W = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=tuple(arrays["shape"]))
             info = json.loads(str(arrays["info"])) if "info" in arrays else {}
             lists = neighbor_arrays(arrays, n) if keep_lists else None
-            return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info, neighbors=lists), hit
+            return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info, neighbors=lists,
+                         neighbors_exact=lists is not None and self._search_spec(n) is None), hit
 
         # a sweep worker's later jobs reuse the Graph (S, and its RCM ordering, lgcexp.linalg) while the
         # cache entry is the file it was read from (lgcexp.memo)
