@@ -36,6 +36,7 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported where a table is made: config checks (lgcexp.config) need none of it
     import pandas as pd
 
+from .out_of_fold import _standardize, fold_splits, mlp_epochs, oof_logistic_probs, oof_mlp_probs  # noqa: F401
 from .params import Boolean, Configurable, Interval, Options
 
 __all__ = [
@@ -183,13 +184,6 @@ def graph_loo_probs(P_LL: np.ndarray, y: np.ndarray, n_classes: int, weights: np
     return normalize_rows(np.maximum(V, 0.0))
 
 
-def _standardize(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
-    mu = X.mean(axis=0)
-    sd = X.std(axis=0)
-    return (X - mu) / np.where(sd > 0, sd, 1.0)
-
-
 #: above this many features, the feature view first projects the labelled rows on their leading principal
 #: axes (a d x d covariance would not fit otherwise)
 MAX_FEATURES = 1024
@@ -274,108 +268,6 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
             return None
         out[te] = shrinkage_lda(Z[tr], y[tr], Z[te], n_classes)
     return out
-
-
-def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50,
-                       C: float = 1.0, seed: int = 0, train: np.ndarray | None = None) -> np.ndarray:
-    """Out-of-fold class probabilities (l x c) of a multinomial logistic regression (scikit-learn, L2,
-    ``C``) on the standardised features (first projected on ``pca`` principal axes, fitted on all rows
-    given, when there are more features; 0: no projection); ``folds`` folds shuffled with ``seed``
-    (:func:`fold_splits`), each fold's model fitted on the other folds' rows in ``train`` (default: all).
-    A class absent from a fold's training rows gets probability 0 there."""
-    from sklearn.linear_model import LogisticRegression
-
-    return _out_of_fold(_pca_axes(X, pca, seed), y, n_classes, folds, seed, train,
-                        lambda n_train: LogisticRegression(C=float(C), max_iter=1000))
-
-
-def _out_of_fold(Z: np.ndarray, y: np.ndarray, n_classes: int, folds: int, seed: int, train: np.ndarray | None,
-                 make_model: Any) -> np.ndarray:
-    """Out-of-fold class probabilities (l x c) of the scikit-learn classifier ``make_model(n_train)`` on the
-    rows Z: on the folds of :func:`fold_splits`, each fold's model fitted on the other folds' rows in
-    ``train`` (default: all; its convergence warnings silenced); a fold whose training rows hold one class
-    gives that class probability 1, a class absent from a fold's training rows probability 0 there."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    y = np.asarray(y, dtype=np.int64)
-    train = np.ones(y.size, dtype=bool) if train is None else np.asarray(train, dtype=bool)
-    out = np.zeros((y.size, int(n_classes)))
-    for tr, te in fold_splits(y, n_classes, folds, int(seed)):
-        tr = tr[train[tr]]
-        present = np.unique(y[tr])
-        if present.size < 2:
-            out[te, present] = 1.0 / max(1, present.size)
-            continue
-        model = make_model(tr.size)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(Z[tr], y[tr])
-        out[np.ix_(te, model.classes_)] = model.predict_proba(Z[te])
-    return out
-
-
-#: the network of the ``mlp`` feature view (:func:`oof_mlp_probs`): hidden ReLU layers, L2 weight, batch
-MLP_HIDDEN = (256,)
-MLP_ALPHA = 1e-3
-MLP_BATCH = 256
-#: its training length: about this many Adam steps, as epochs clipped to [MLP_MIN_EPOCHS, MLP_MAX_EPOCHS]
-MLP_STEPS = 4000
-MLP_MIN_EPOCHS = 20
-MLP_MAX_EPOCHS = 200
-
-
-def _pca_axes(X: np.ndarray, pca: int, seed: int) -> np.ndarray:
-    """The standardised features, projected on their ``pca`` leading principal axes (randomised PCA seeded
-    with ``seed``) when there are more features than that (0: no projection)."""
-    Z = _standardize(X)
-    if pca and Z.shape[1] > int(pca):
-        from sklearn.decomposition import PCA
-
-        k = int(min(pca, Z.shape[0] - 1))
-        Z = PCA(n_components=k, svd_solver="randomized", random_state=int(seed)).fit_transform(Z)
-    return Z
-
-
-def mlp_epochs(n_train: int, batch: int = MLP_BATCH) -> int:
-    """Epochs of the ``mlp`` view for ``n_train`` training rows: about :data:`MLP_STEPS` mini-batch steps,
-    at least :data:`MLP_MIN_EPOCHS` and at most :data:`MLP_MAX_EPOCHS` epochs."""
-    per_epoch = max(1, -(-int(n_train) // int(batch)))
-    return int(np.clip(-(-MLP_STEPS // per_epoch), MLP_MIN_EPOCHS, MLP_MAX_EPOCHS))
-
-
-def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50, seed: int = 0,
-                  train: np.ndarray | None = None) -> np.ndarray:
-    """Out-of-fold class probabilities (l x c) of a small neural network, on the folds of
-    :func:`oof_logistic_probs` (each fold's network trained on the other folds' rows in ``train``).
-
-    Input: the standardised features on their ``pca`` leading principal axes (:func:`_pca_axes`), each axis
-    then standardised. Network (scikit-learn's ``MLPClassifier``): :data:`MLP_HIDDEN` ReLU units, softmax
-    output, cross-entropy with L2 weight :data:`MLP_ALPHA`, Adam (learning rate 1e-3, batches of
-    :data:`MLP_BATCH`) for :func:`mlp_epochs` epochs (it may stop earlier when the training loss stalls),
-    initialised with ``seed``. A class absent from a fold's training rows gets probability 0 there."""
-    from sklearn.neural_network import MLPClassifier
-
-    def network(n_train: int) -> MLPClassifier:
-        batch = int(min(MLP_BATCH, n_train))
-        return MLPClassifier(hidden_layer_sizes=MLP_HIDDEN, alpha=MLP_ALPHA, batch_size=batch,
-                             learning_rate_init=1e-3, max_iter=mlp_epochs(n_train, batch), random_state=int(seed))
-
-    return _out_of_fold(_standardize(_pca_axes(X, pca, seed)), y, n_classes, folds, seed, train, network)
-
-
-def fold_splits(y: np.ndarray, n_classes: int, folds: int, seed: int):
-    """Shuffled (train, test) index folds of the labelled points: stratified by label when every present
-    class has at least ``folds`` members, plain k-fold otherwise (``folds`` clipped to [2, l])."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    l = y.size
-    folds = int(max(2, min(folds, l)))
-    counts = np.bincount(y, minlength=n_classes)
-    if counts[counts > 0].min() >= folds:
-        return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(l), y)
-    return KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(l))
 
 
 def combine_views(graph: np.ndarray, features: np.ndarray, floor: float = 1e-4) -> np.ndarray:

@@ -139,7 +139,7 @@ def main() -> None:
     )
     from lgcexp.loo import lgc_loo_probs, propagation_diagonal
     from lgcexp.noise import make_noise
-    from lgcexp.noise.confusion import oof_logistic_probs
+    from lgcexp.out_of_fold import oof_logistic_probs
 
     datasets = list(a.datasets) + (["mnist"] if a.mnist else [])
     rows = []
@@ -161,9 +161,9 @@ def main() -> None:
         np.save(path, arr)
         return arr
 
-    import lgcexp.label_issues as li
+    import lgcexp.out_of_fold as oof
 
-    pca_axes = li._pca_axes
+    pca_axes = oof._pca_axes
     pca_memo: dict = {}
 
     def memo_pca_axes(X_, pca, seed):
@@ -172,7 +172,7 @@ def main() -> None:
             pca_memo[key] = pca_axes(X_, pca, seed)
         return pca_memo[key]
 
-    li._pca_axes = memo_pca_axes
+    oof._pca_axes = memo_pca_axes
     for ds in datasets:
         X, y = load(ds)
         n, c = y.size, int(y.max()) + 1
