@@ -687,8 +687,9 @@ LARGE_VIEW_SAMPLE = 20_000
 
 
 def project_rows(X: np.ndarray, rows: np.ndarray, p: int, seed: int = 0, sample: int = LARGE_VIEW_SAMPLE,
-                 block: int = 16_384) -> np.ndarray:
-    """The rows ``rows`` of X, standardised and projected on their ``p`` leading principal axes, in bounded
+                 block: int = 16_384, standardize: bool = True) -> np.ndarray:
+    """The rows ``rows`` of X, standardised (or, ``standardize=False``, only centred) and projected on their
+    ``p`` leading principal axes, in bounded
     memory: per-feature means and deviations accumulated block by block over those rows, the axes fitted on
     a seeded sample of ``sample`` of them (:func:`lgcexp.graph.knn_approx.pca_axes`), the rows projected
     block by block (float32 arithmetic, float64 result (len(rows), p)); X (e.g. a memory map) is never copied
@@ -704,7 +705,7 @@ def project_rows(X: np.ndarray, rows: np.ndarray, p: int, seed: int = 0, sample:
         squares += (B * B).sum(axis=0)
     mu = total / max(rows.size, 1)
     sd = np.sqrt(np.maximum(squares / max(rows.size, 1) - mu * mu, 0.0))
-    sd = np.where(sd > 0, sd, 1.0)
+    sd = np.where(sd > 0, sd, 1.0) if standardize else np.ones(d)
     pick = np.sort(np.random.default_rng(seed).choice(rows, size=min(sample, rows.size), replace=False))
     centre, axes = pca_axes((np.asarray(X[pick], dtype=np.float64) - mu) / sd, int(min(p, d)))
     A = (axes / sd[:, None]).astype(np.float32)
@@ -715,10 +716,11 @@ def project_rows(X: np.ndarray, rows: np.ndarray, p: int, seed: int = 0, sample:
     return out
 
 
-def view_rows(X: Any, labeled: np.ndarray) -> np.ndarray | None:
+def view_rows(X: Any, labeled: np.ndarray, standardize: bool = True) -> np.ndarray | None:
     """The labelled rows of X for the feature view (None without X): float64 rows (a sparse X densified), or,
     above :data:`LARGE_VIEW_BYTES`, the rows projected block by block on :data:`LOGISTIC_PCA` principal axes
-    (:func:`project_rows`), so that a large or memory-mapped X is never copied whole."""
+    (:func:`project_rows`; ``standardize``: per feature first, as the logistic and LDA views do, or only
+    centred, as the network's input), so that a large or memory-mapped X is never copied whole."""
     if X is None:
         return None
     import scipy.sparse as sp
@@ -727,7 +729,7 @@ def view_rows(X: Any, labeled: np.ndarray) -> np.ndarray | None:
     if sp.issparse(X):
         return np.asarray(X[labeled].toarray(), dtype=np.float64)
     if labeled.size * X.shape[1] * 8 > LARGE_VIEW_BYTES and X.shape[1] > LOGISTIC_PCA:
-        return project_rows(X, labeled, LOGISTIC_PCA)
+        return project_rows(X, labeled, LOGISTIC_PCA, standardize=standardize)
     return np.asarray(X[labeled], dtype=np.float64)
 
 
@@ -741,8 +743,9 @@ def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.nd
     if judgement is None:
         return None
     opts = _options(options)
-    Xl = view_rows(X, labeled) if opts.features else None
-    return judge(judgement, y, opts, X=Xl, feature_model=choose_feature_model(len(labeled), n))
+    model = choose_feature_model(len(labeled), n)
+    Xl = view_rows(X, labeled, standardize=model != "mlp") if opts.features else None
+    return judge(judgement, y, opts, X=Xl, feature_model=model)
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,

@@ -166,10 +166,10 @@ def main() -> None:
     pca_axes = oof._pca_axes
     pca_memo: dict = {}
 
-    def memo_pca_axes(X_, pca, seed):
-        key = (id(X_), X_.shape, int(pca), int(seed))
+    def memo_pca_axes(X_, pca, seed, standardize=True):
+        key = (id(X_), X_.shape, int(pca), int(seed), bool(standardize))
         if key not in pca_memo:
-            pca_memo[key] = pca_axes(X_, pca, seed)
+            pca_memo[key] = pca_axes(X_, pca, seed, standardize)
         return pca_memo[key]
 
     oof._pca_axes = memo_pca_axes

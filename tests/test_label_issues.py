@@ -496,10 +496,19 @@ def test_project_rows_is_the_standardised_pca_projection(tmp_path):
     ref = Z @ vecs[:, ::-1][:, :4]
     signs = np.sign((got * ref).sum(axis=0))
     np.testing.assert_allclose(got, ref * signs, atol=2e-3 * np.abs(ref).max())
+    # only centred (the network view's input): the eigenvectors of the centred rows' covariance
+    got = li.project_rows(M, rows, 4, sample=10_000, block=64, standardize=False)
+    Z = X[rows].astype(np.float64) - X[rows].astype(np.float64).mean(axis=0)
+    vals, vecs = np.linalg.eigh(Z.T @ Z)
+    ref = Z @ vecs[:, ::-1][:, :4]
+    signs = np.sign((got * ref).sum(axis=0))
+    np.testing.assert_allclose(got, ref * signs, atol=2e-3 * np.abs(ref).max())
 
 
-def test_judge_run_projects_large_views(monkeypatch):
-    """Above LARGE_VIEW_BYTES the feature view reads the rows through project_rows; the judgement stays."""
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+def test_judge_run_projects_large_views(monkeypatch, model):
+    """Above LARGE_VIEW_BYTES the feature view reads the rows through project_rows (standardised for the
+    logistic view, centred for the network's); the judgement stays."""
     from types import SimpleNamespace
 
     X, y = two_clusters(n_per=60, seed=2)
@@ -510,13 +519,12 @@ def test_judge_run_projects_large_views(monkeypatch):
     evidence = li.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
     algo = SimpleNamespace(label_judgement=lambda: li.LabelJudgement(probs=evidence))
     split = SimpleNamespace(labeled=np.arange(y.size), y_observed=y_obs)
-    # the logistic view (the network view whitens 50 axes, which 120 points of rank-2 data cannot train)
-    monkeypatch.setattr(li, "choose_feature_model", lambda n_labeled, n: "logistic")
+    monkeypatch.setattr(li, "choose_feature_model", lambda n_labeled, n: model)
     small = li.judge_run(algo, split, None, X=X)
     calls = []
     real = li.project_rows
-    monkeypatch.setattr(li, "project_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(li, "project_rows", lambda *a, **k: calls.append(k["standardize"]) or real(*a, **k))
     monkeypatch.setattr(li, "LARGE_VIEW_BYTES", 1000)
     large = li.judge_run(algo, split, None, X=X)
-    assert calls and large.features and small.features
+    assert calls == [model != "mlp"] and large.features and small.features
     assert np.array_equal(large.is_issue, small.is_issue) and sorted(np.flatnonzero(large.is_issue)) == list(range(6))

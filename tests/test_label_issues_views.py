@@ -75,5 +75,26 @@ def test_mlp_view_trains_only_on_kept_labels(digits):
     assert np.array_equal(a, oof_mlp_probs(X, y, 10, folds=5, seed=1, train=keep))
 
 
+def test_network_inputs_keep_the_features_scale(digits):
+    """The network's input is the centred rows on their leading principal axes over one common scale:
+    a common rescaling or shift of the features changes nothing, a per-feature one does (no standardisation),
+    and the axes keep their unequal variances (no whitening)."""
+    from lgcexp.out_of_fold import network_inputs
+
+    X, _ = digits
+    Z = network_inputs(X, 20, 0)
+    Xc = X - X.mean(axis=0)
+    vals, vecs = np.linalg.eigh(Xc.T @ Xc)
+    ref = Xc @ vecs[:, ::-1][:, :20]
+    ref /= np.sqrt(np.mean(ref.var(axis=0)))
+    signs = np.sign((Z * ref).sum(axis=0))  # the randomised PCA's leading axes (its trailing ones are rougher)
+    np.testing.assert_allclose(Z[:, :8], (ref * signs)[:, :8], atol=1e-4)
+    np.testing.assert_allclose(np.abs(network_inputs(3.0 * X + 7.0, 20, 0)), np.abs(Z), atol=1e-6)
+    scaled = X * np.linspace(0.5, 3.0, X.shape[1])
+    assert not np.allclose(np.abs(network_inputs(scaled, 20, 0)), np.abs(Z), atol=1e-3)
+    sd = Z.std(axis=0)
+    assert np.mean(sd**2) == pytest.approx(1.0) and sd.min() < 0.5 * sd.max()
+
+
 def test_mlp_epochs():
     assert mlp_epochs(56_000) == 20 and mlp_epochs(100) == 200 and mlp_epochs(6_000) == 167
