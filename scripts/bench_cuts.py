@@ -24,10 +24,10 @@ and over all cells).
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 import numpy as np
+from bench_rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,11 +117,7 @@ def main() -> None:
                          "flagged": int(flag.sum()), "n_wrong": int(flipped.sum()),
                          "expected": float(post.sum()), "gate": bool(gate_ok)})
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_suffix(".csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, out.with_suffix(".csv"))
     import pandas as pd
 
     df = pd.DataFrame(rows)
@@ -142,6 +138,10 @@ def main() -> None:
         d = piv[r] - piv["graph"]
         lines.append(f"| {r} | {mean.f1[r]:.3f} | {mean.auc[r]:.3f} | {int((d > 0).sum())} / {len(d)} | "
                      f"{max(0.0, -d.min()):.3f} |")
+    per = cell.pivot_table(index="rule", columns="dataset", values="f1").loc[list(RULES)]
+    lines += ["", "Mean F1 per data set (and representation):", "",
+              "| rule | " + " | ".join(per.columns) + " |", "|---|" + "---|" * len(per.columns)]
+    lines += [f"| {r} | " + " | ".join(f"{v:.3f}" for v in per.loc[r]) + " |" for r in per.index]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -11,12 +11,12 @@ writes ``results/bench/default_method.csv``. AutoL's dense l x l matrix keeps th
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from bench_rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,11 +51,7 @@ def main() -> None:
                     rows.append({"dataset": a.dataset, "noise": noise, "rate": rate, "seed": seed, "method": method,
                                  "f1": float(f1), "auc": float(auc), "seconds": time.perf_counter() - t0})
                     print(rows[-1], flush=True)
-                    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-                    with open(a.out, "w", newline="") as fh:
-                        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-                        w.writeheader()
-                        w.writerows(rows)
+                    write_rows(rows, a.out)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "bench"
@@ -285,11 +286,7 @@ def main() -> None:
 
 
 def save(rows, out: Path, merge, clv: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_suffix(".csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, out.with_suffix(".csv"))
     rows = list(rows)
     for path in merge:
         with open(path) as fh:

@@ -20,11 +20,11 @@ Writes ``results/bench/issue_probability.csv`` and ``.md`` (means over seeds).
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 
 import numpy as np
+from bench_rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "bench"
@@ -107,11 +107,7 @@ def main() -> None:
 
 
 def save(rows: list[dict], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_suffix(".csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, out.with_suffix(".csv"))
     import pandas as pd
 
     df = pd.DataFrame(rows)

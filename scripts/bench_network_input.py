@@ -20,12 +20,12 @@ log-likelihood of the clean label.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from bench_rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -67,11 +67,7 @@ def main() -> None:
                          "seconds": round(time.perf_counter() - t0, 1)})
             print(rows[-1], flush=True)
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_suffix(".csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, out.with_suffix(".csv"))
     lines = ["| data | input | out-of-fold accuracy | NLL of the clean label |", "|---|---|---|---|"]
     lines += [f"| {r['dataset']} | {r['input']} | {r['accuracy']:.4f} | {r['nll']:.3f} |" for r in rows]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
