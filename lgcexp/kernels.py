@@ -15,6 +15,10 @@ column sums (float64) are summed in another order: per chunk, then the chunks in
 fixed by the matrix (equal shares of its stored entries), not by the number of threads, so the result is
 the same on any machine. Imported only for large solves (numba's import costs about half a second); the
 compiled code is cached on disk (``cache=True``).
+
+The product the solves use is :func:`specialised_product`, generated for the column count (the generic
+:func:`shifted_product_dot` above 32 columns); the argmax certificate's full test is :func:`argmax_certified`
+(with :func:`residual_scale`), one pass over the rows with numpy's operations.
 """
 from __future__ import annotations
 
@@ -215,7 +219,8 @@ def specialised_source(c: int, contract: bool) -> str:
         init_acc="\n".join(f"{ind}y{q} = z" for q in range(c)),
         accumulate="\n".join(f"{ind}    y{q} += v * Pf[b + uint64({q})]" for q in range(c)),
         finish="\n".join(f"{ind}p = Pf[o + uint64({q})]\n{ind}a = y{q} * na\n{ind}a = a + p\n"
-                         f"{ind}APf[o + uint64({q})] = a\n{ind}s{q} += np.float64(p) * np.float64(a)" for q in range(c)),
+                         f"{ind}APf[o + uint64({q})] = a\n{ind}s{q} += np.float64(p) * np.float64(a)"
+                         for q in range(c)),
         store_dots="\n".join(f"        dots[t, {q}] = s{q}" for q in range(c)))
 
 
@@ -241,11 +246,15 @@ def specialised_product(c: int, contract: bool):
     folder = _kernel_dir()
     path = os.path.join(folder, name + ".py")
     if not os.path.exists(path):
-        os.makedirs(folder, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(src)
-        os.replace(tmp, path)                   # atomic: concurrent processes write the same text
+        try:
+            os.makedirs(folder, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(src)
+            os.replace(tmp, path)               # atomic: concurrent processes write the same text
+        except OSError:                         # no writable kernel directory: the generic kernel
+            _SPECIALISED[key] = None
+            return None
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module                  # numba's cache re-imports the module of a cached kernel by name

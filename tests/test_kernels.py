@@ -241,3 +241,26 @@ def test_shifted_solve_takes_the_mixed_path_for_large_certified_solves(monkeypat
     assert len(calls) == 1
     dense = _dense(g, Y, 0.9)
     assert np.array_equal(F.argmax(1), dense.argmax(1)) and np.array_equal(F64.argmax(1), dense.argmax(1))
+
+
+def test_mixed_precision_solve_is_the_same_for_any_thread_count(monkeypatch):
+    g, _ = random_graph(400, 5, seed=8)
+    Y = np.zeros((g.n, 3))
+    Y[np.arange(0, 30), np.arange(30) % 3] = 1
+    S, perm = rcm_reordered(g.S)
+    S32, _ = rcm_reordered(g.S, np.float32)
+    out = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Y[perm], fused=True)
+        out.append(linalg.mixed_shifted_cg(S, S32, 0.9, Y[perm], cert, tol=1e-12))
+    assert np.array_equal(out[0][0], out[1][0]) and out[0][1:] == out[1][1:]
+
+
+def test_unwritable_kernel_directory_falls_back_to_the_generic_product(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("LGCEXP_KERNEL_DIR", str(blocker / "kernels"))     # below a file: cannot be created
+    monkeypatch.setattr(kernels, "_SPECIALISED", {})
+    assert kernels.specialised_product(5, False) is None
+    assert linalg._product(5, np.float64) is kernels.shifted_product_dot
