@@ -351,6 +351,7 @@ class ArgmaxCertificate:
         other._offset = offset
         return other
 
+    #: the float64 iterate the checked X corrects (:meth:`shifted_by`), None: X itself
     _offset = None
 
     @property
@@ -379,7 +380,6 @@ class ArgmaxCertificate:
         ratio = gap / self._gap_den
         self._gap_scale = float(ratio.min()) if ratio.size else np.inf
         return bool(xp.all(gap > 2.0 * self.bound(X, R)))
-
 
     def _fused_check(self, X, R) -> bool:
         from .kernels import argmax_certified, residual_scale
@@ -541,13 +541,13 @@ def mixed_shifted_cg(
     2018): the iterations run in float32 (:func:`fused_shifted_cg` on ``S32``, S's values rounded to float32:
     half the bytes of S and of every gathered row), the residual ``R = B - (I - alpha S) X`` and X in
     float64. Each outer step solves ``(I - alpha S) D = R`` in float32, stopped when the argmax certificate,
-    asked about ``X + D`` with float32's rounding bound, holds (or at :data:`MIXED_INNER_TOL`), then
-    ``X += D`` and the float64 residual is recomputed. It stops when the certificate holds for the float64
-    X and residual, the same test with the same float64 rounding bound as the float64 solve (so the
-    returned argmax is the exact solution's likewise), or at the relative residual ``tol``. The values of X
-    differ from the float64 solve's within the certified error bound. ``S``, ``S32``: CSR with sorted
-    indices (the same pattern), ``B`` float64 (n, c). Returns (X, float32 iterations, worst relative
-    residual of the float64 residual)."""
+    asked about ``X + D`` with the float32 residuals (a guess: float32 round-off is not in its bound), holds
+    (or at :data:`MIXED_INNER_TOL`), then ``X += D`` and the float64 residual is recomputed. It stops when
+    the certificate holds for the float64 X and residual, the same test with the same float64 rounding bound
+    as the float64 solve (so the returned argmax is the exact solution's likewise), or at the relative
+    residual ``tol``. The values of X differ from the float64 solve's within the certified error bound.
+    ``S``, ``S32``: CSR with sorted indices (the same pattern), ``B`` float64 (n, c). Returns (X, float32
+    iterations, worst relative residual of the float64 residual)."""
     from .kernels import parallel_section
 
     B = np.ascontiguousarray(np.asarray(B, dtype=np.float64))
@@ -608,7 +608,9 @@ def shifted_solve(
     sums inside each product. ``xp``: the array module to solve in (numpy, or cupy for the GPU); None lets
     :func:`lgcexp.devices.solve_module` choose (the GPU when there is one and the problem is large). S and
     B are host arrays; X comes back as a numpy array in the original numbering, with (iterations, worst
-    relative residual).
+    relative residual). Large CPU solves take the fused kernels (:func:`fused_shifted_cg`); certified ones
+    among them iterate in float32 with float64 residuals (:func:`mixed_shifted_cg`; ``LGCEXP_FUSED_FLOAT32=0``:
+    float64 throughout).
     """
     import scipy.sparse as sp
 
