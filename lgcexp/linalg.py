@@ -346,10 +346,16 @@ class ArgmaxCertificate:
 
     def shifted_by(self, offset) -> ArgmaxCertificate:
         """This certificate asked about ``offset + X`` for a correction X (the float32 inner solves of
-        :func:`mixed_shifted_cg`, whose residual is that of ``offset + X``); a copy with its own screen."""
+        :func:`mixed_shifted_cg`, whose residual is that of ``offset + X``); a copy with its own screen, a
+        stricter one (the full test's factor 2: the inner test only proposes, so it need not be early)."""
         other = copy.copy(self)
         other._offset = offset
+        other._screen_factor = 2.0
         return other
+
+    #: the screen rejects when ``factor * max_i max_c |R_ic| / sqrt(d_i) / (1 - alpha)`` reaches the smallest
+    #: gap / sqrt(d) of the last full test (the full test needs factor 2; 1 leaves room for growing gaps)
+    _screen_factor = 1.0
 
     #: the float64 iterate the checked X corrects (:meth:`shifted_by`), None: X itself
     _offset = None
@@ -368,7 +374,7 @@ class ArgmaxCertificate:
         # of the last full check (gaps settle long before the residual does); only the full check decides
         if self._screen and self._gap_scale is not None:
             scaled = self._scaled(R, 0.0)[1] if screen is None else screen
-            if scaled / (1.0 - self.alpha) >= self._gap_scale:
+            if self._screen_factor * scaled / (1.0 - self.alpha) >= self._gap_scale:
                 return False
         xp = self.xp
         if self.fused:
