@@ -8,6 +8,7 @@ numpy arrays with a scipy.sparse matrix on the CPU, cupy arrays with a cupyx.sci
 from __future__ import annotations
 
 import contextvars
+import copy
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -312,8 +313,11 @@ class ArgmaxCertificate:
     and the solver's X and R (cupy arrays) are checked there.
     """
 
-    def __init__(self, degree: np.ndarray, alpha: float, S, B: np.ndarray, xp=np):
+    def __init__(self, degree: np.ndarray, alpha: float, S, B: np.ndarray, xp=np, fused: bool = False):
         self.xp = xp
+        #: the full test by the numba kernel :func:`lgcexp.kernels.argmax_certified` (same operations, one
+        #: pass over the rows instead of numpy's partition and temporaries; the fused solves)
+        self.fused = bool(fused) and xp is np
         d = np.asarray(degree, dtype=np.float64)
         pos = d > 0
         sqrt_d = np.sqrt(np.where(pos, d, 0.0))
@@ -321,8 +325,8 @@ class ArgmaxCertificate:
         self.sqrt_d = xp.asarray(sqrt_d)
         self.inv_sqrt_d = xp.asarray(np.where(pos, 1.0 / np.where(pos, sqrt_d, 1.0), 0.0))
         self.alpha = float(alpha)
-        row_nnz = int(np.diff(S.indptr).max(initial=0)) if hasattr(S, "indptr") else S.shape[1]
-        self.eps = float(np.finfo(B.dtype).eps) * (row_nnz + 3)
+        self.row_nnz = int(np.diff(S.indptr).max(initial=0)) if hasattr(S, "indptr") else S.shape[1]
+        self.eps = float(np.finfo(B.dtype).eps) * (self.row_nnz + 3)
         self.S_rowsum = float(np.abs(S @ np.ones(S.shape[1])).max(initial=0.0))
         self.B_inf = float(np.abs(B).max(initial=0.0))
         self._gap_scale: float | None = None
@@ -340,6 +344,22 @@ class ArgmaxCertificate:
         Ra, scaled = self._scaled(R, self.eps * (self.B_inf + (1.0 + self.alpha * self.S_rowsum) * X_inf))
         return self.xp.where(self.pos, self.sqrt_d * (scaled / (1.0 - self.alpha)), Ra)
 
+    def shifted_by(self, offset) -> ArgmaxCertificate:
+        """This certificate asked about ``offset + X`` for a correction X (the float32 inner solves of
+        :func:`mixed_shifted_cg`, whose residual is that of ``offset + X``); a copy with its own screen, a
+        stricter one (the full test's factor 2: the inner test only proposes, so it need not be early)."""
+        other = copy.copy(self)
+        other._offset = offset
+        other._screen_factor = 2.0
+        return other
+
+    #: the screen rejects when ``factor * max_i max_c |R_ic| / sqrt(d_i) / (1 - alpha)`` reaches the smallest
+    #: gap / sqrt(d) of the last full test (the full test needs factor 2; 1 leaves room for growing gaps)
+    _screen_factor = 1.0
+
+    #: the float64 iterate the checked X corrects (:meth:`shifted_by`), None: X itself
+    _offset = None
+
     @property
     def screen_weight(self):
         """The per-row weights of the screen (``1 / sqrt(d_i)``), None when the screen is not used."""
@@ -354,14 +374,29 @@ class ArgmaxCertificate:
         # of the last full check (gaps settle long before the residual does); only the full check decides
         if self._screen and self._gap_scale is not None:
             scaled = self._scaled(R, 0.0)[1] if screen is None else screen
-            if scaled / (1.0 - self.alpha) >= self._gap_scale:
+            if self._screen_factor * scaled / (1.0 - self.alpha) >= self._gap_scale:
                 return False
         xp = self.xp
+        if self.fused:
+            return self._fused_check(X, R)
+        if self._offset is not None:
+            X = self._offset + X
         top2 = -xp.partition(-X, 1, axis=1)[:, :2]
         gap = top2[:, 0] - top2[:, 1]
         ratio = gap / self._gap_den
         self._gap_scale = float(ratio.min()) if ratio.size else np.inf
         return bool(xp.all(gap > 2.0 * self.bound(X, R)))
+
+    def _fused_check(self, X, R) -> bool:
+        from .kernels import argmax_certified, residual_scale
+
+        off = np.zeros((0, 0), dtype=X.dtype) if self._offset is None else self._offset
+        x_inf, Ra = residual_scale(X, off, R, self.inv_sqrt_d)
+        slack = self.eps * (self.B_inf + (1.0 + self.alpha * self.S_rowsum) * x_inf)
+        ok, gmin = argmax_certified(X, off, Ra, slack, self.sqrt_d, self.inv_sqrt_d, self.pos, self._gap_den,
+                                    1.0 - self.alpha)
+        self._gap_scale = float(gmin) if X.shape[0] else np.inf
+        return bool(ok)
 
 
 #: the fused multi-threaded CG (:mod:`lgcexp.kernels`, numba) serves CPU solves with at least this many
@@ -397,6 +432,14 @@ def _row_chunks(S) -> np.ndarray:
     key = id(S)
     _CHUNKS[key] = (weakref.ref(S, lambda _, k=key: _CHUNKS.pop(k, None)), b)
     return b
+
+
+def _product(c: int, dt):
+    """The fused product kernel for c columns in dtype dt: :func:`lgcexp.kernels.specialised_product` (float32
+    with fused multiply-adds, float64 scipy's bit for bit) when c is small enough, else the generic one."""
+    from . import kernels
+
+    return kernels.specialised_product(c, contract=np.dtype(dt) == np.float32) or kernels.shifted_product_dot
 
 
 def fused_shifted_cg(
@@ -439,15 +482,16 @@ def fused_shifted_cg(
     rz = np.einsum("ij,ij->j", R, R).astype(np.float64)
     it = 0
     worst = _top(np.sqrt(rz) / bnorm)
+    product = _product(c, dt)
     with parallel_section():
-        X, it, worst = _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds,
-                                   dots, rmax, weight, dt, tol, maxiter, certify, certify_below)
+        X, it, worst = _fused_loop(product, indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha,
+                                   bounds, dots, rmax, weight, dt, tol, maxiter, certify, certify_below)
     return (X[:, 0] if squeeze else X), it, worst
 
 
-def _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds, dots, rmax,
-                weight, dt, tol, maxiter, certify, certify_below):
-    from .kernels import cg_update, direction_update, shifted_product_dot
+def _fused_loop(shifted_product_dot, indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds,
+                dots, rmax, weight, dt, tol, maxiter, certify, certify_below):
+    from .kernels import cg_update, direction_update
 
     while worst > tol:
         if it >= maxiter:
@@ -474,6 +518,82 @@ def _fused_loop(indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg
     return X, it, worst
 
 
+#: relative residual each float32 inner solve of :func:`mixed_shifted_cg` aims at when its certificate does
+#: not stop it first (float32 CG on I - alpha S, condition number <= (1 + alpha) / (1 - alpha), gets there)
+MIXED_INNER_TOL = 1e-5
+#: most float32 inner solves (outer steps) of :func:`mixed_shifted_cg`
+MIXED_MAX_OUTER = 20
+
+
+def mixed_enabled() -> bool:
+    """Whether certified fused solves run their iterations in float32 (:func:`mixed_shifted_cg`):
+    ``LGCEXP_FUSED_FLOAT32`` not switched off."""
+    from .locations import env_switch
+
+    return env_switch("LGCEXP_FUSED_FLOAT32")
+
+
+def mixed_shifted_cg(
+    S,
+    S32,
+    alpha: float,
+    B: np.ndarray,
+    certify: ArgmaxCertificate,
+    *,
+    tol: float = 1e-10,
+    maxiter: int = 10_000,
+) -> tuple[np.ndarray, int, float]:
+    """``(I - alpha S) X = B`` by mixed-precision iterative refinement (Wilkinson; Moler 1967; Carson & Higham
+    2018): the iterations run in float32 (:func:`fused_shifted_cg` on ``S32``, S's values rounded to float32:
+    half the bytes of S and of every gathered row), the residual ``R = B - (I - alpha S) X`` and X in
+    float64. Each outer step solves ``(I - alpha S) D = R`` in float32, stopped when the argmax certificate,
+    asked about ``X + D`` with the float32 residuals (a guess: float32 round-off is not in its bound), holds
+    (or at :data:`MIXED_INNER_TOL`), then ``X += D`` and the float64 residual is recomputed. It stops when
+    the certificate holds for the float64 X and residual, the same test with the same float64 rounding bound
+    as the float64 solve (so the returned argmax is the exact solution's likewise), or at the relative
+    residual ``tol``. The values of X differ from the float64 solve's within the certified error bound.
+    ``S``, ``S32``: CSR with sorted indices (the same pattern), ``B`` float64 (n, c). Returns (X, float32
+    iterations, worst relative residual of the float64 residual)."""
+    from .kernels import parallel_section
+
+    B = np.ascontiguousarray(np.asarray(B, dtype=np.float64))
+    squeeze = B.ndim == 1
+    if squeeze:
+        B = B[:, None]
+    bounds = _row_chunks(S)
+    dots = np.zeros((bounds.size - 1, B.shape[1]))
+    neg_alpha = np.array([-alpha])
+    bnorm = np.linalg.norm(B, axis=0)
+    bnorm[bnorm == 0] = 1.0
+    X = np.zeros_like(B)
+    R = B.copy()
+    AX = np.empty_like(B)
+    product = _product(B.shape[1], np.float64)
+    its = 0
+    worst = _top(np.linalg.norm(R, axis=0) / bnorm)
+    for _ in range(MIXED_MAX_OUTER):
+        if worst <= tol or its >= maxiter:
+            break
+        inner = certify.shifted_by(X)
+        D, it, _ = fused_shifted_cg(S32, alpha, R.astype(np.float32), tol=max(MIXED_INNER_TOL, tol),
+                                    maxiter=maxiter - its, certify=inner)
+        its += it
+        X += D
+        with parallel_section():
+            product(S.indptr, S.indices, S.data, X, neg_alpha, AX, bounds, dots)
+        np.subtract(B, AX, out=R)
+        worst = _top(np.linalg.norm(R, axis=0) / bnorm)
+        if worst > tol and certify(X, R):
+            break
+    else:
+        if worst > tol:
+            not_converged(f"mixed-precision refinement did not reach tol={tol:g} or the argmax certificate in "
+                          f"{MIXED_MAX_OUTER} outer steps (residual {worst:.2e})")
+    if worst > tol and its >= maxiter:
+        not_converged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations (residual {worst:.2e})")
+    return (X[:, 0] if squeeze else X), its, worst
+
+
 def shifted_solve(
     S,
     B: np.ndarray,
@@ -494,7 +614,9 @@ def shifted_solve(
     sums inside each product. ``xp``: the array module to solve in (numpy, or cupy for the GPU); None lets
     :func:`lgcexp.devices.solve_module` choose (the GPU when there is one and the problem is large). S and
     B are host arrays; X comes back as a numpy array in the original numbering, with (iterations, worst
-    relative residual).
+    relative residual). Large CPU solves take the fused kernels (:func:`fused_shifted_cg`); certified ones
+    among them iterate in float32 with float64 residuals (:func:`mixed_shifted_cg`; ``LGCEXP_FUSED_FLOAT32=0``:
+    float64 throughout).
     """
     import scipy.sparse as sp
 
@@ -505,7 +627,7 @@ def shifted_solve(
     if xp is None:
         xp = solve_module(B.size) if sp.issparse(S) else np
     perm = None
-    S_host = S
+    S_host = S_given = S
     if reorder and sp.issparse(S) and n > 1:
         S_host, perm = rcm_reordered(S, dt)
         S, _ = rcm_reordered(S, dt, xp)
@@ -515,9 +637,14 @@ def shifted_solve(
     certify = None
     if degree is not None and sp.issparse(S_host):
         deg = np.asarray(degree, dtype=np.float64)
-        certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S_host, B, xp=xp)
+        fused = xp is np and perm is not None and fused_available(B.size)
+        certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S_host, B, xp=xp, fused=fused)
     if xp is np and perm is not None and fused_available(B.size):
-        X, it, rel = fused_shifted_cg(S, alpha, B, tol=tol, maxiter=maxiter, certify=certify)
+        if certify is not None and dt == np.float64 and mixed_enabled():
+            S32, _ = rcm_reordered(S_given, np.float32)
+            X, it, rel = mixed_shifted_cg(S, S32, alpha, B, certify, tol=tol, maxiter=maxiter)
+        else:
+            X, it, rel = fused_shifted_cg(S, alpha, B, tol=tol, maxiter=maxiter, certify=certify)
     else:
         X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B), tol=tol, maxiter=maxiter, certify=certify)
     X = to_host(X)

@@ -14,11 +14,15 @@
    to 1e-10, and in RCM order stopped by the argmax certificate (tol 1e-10 as the fallback); one sparse
    product with 10 columns in float64 and float32, with and without RCM. Same run, so ratios compare.
 4. One CG iteration with 10 right-hand sides on that graph (issue 24): numpy/scipy (:func:`lgcexp.linalg.block_cg`)
-   against the fused numba kernels (:func:`lgcexp.linalg.fused_shifted_cg`) with 1 thread and with
-   :func:`lgcexp.kernels.kernel_threads` threads, each 20 iterations / 20, against the measured bandwidth
-   floor of an iteration: one streaming read of S's data, indices and row pointers plus one copy (read and
-   write) of each of the four n x 10 blocks CG touches (X, R, P, AP), by numba kernels on the same threads;
-   and the warm certified LGC solve (numpy/scipy path, ``LGCEXP_FUSED=0``, against the fused path).
+   against the fused numba kernels (:func:`lgcexp.linalg.fused_shifted_cg`) in float64 and in float32, with 1
+   thread and with :func:`lgcexp.kernels.kernel_threads` threads, each 20 iterations / 20, against the
+   measured bandwidth floor of an iteration: one streaming read of S's data, indices and row pointers plus
+   one copy (read and write) of each of the four n x 10 blocks CG touches (X, R, P, AP), by numba kernels on
+   the same threads (``floor``: float64 as the numpy path; ``floor_f32``: the float32 iteration's bytes);
+   the product ``S @ V`` alone by scipy, TensorFlow (``tf.sparse.sparse_dense_matmul``) and the fused
+   kernels (generic and specialised for 10 columns), float64 and float32; and the warm certified LGC solve:
+   numpy/scipy (``LGCEXP_FUSED=0``), fused float64 (``LGCEXP_FUSED_FLOAT32=0``) and the default mixed
+   precision (float32 iterations, float64 residual and certificate), argmax compared on label seeds 0, 7, 13.
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
@@ -113,7 +117,8 @@ def compiled_step(quick: bool) -> dict:
     return out
 
 
-def _graph_and_labels(dataset: str):
+def _graph_and_labels(dataset: str, seeds: tuple[int, ...] = (0,)):
+    """(data, {seed: labelled split without noise}, graph from the cache)."""
     from hydra import compose, initialize_config_dir
 
     from lgcexp.cache import Cache
@@ -126,9 +131,9 @@ def _graph_and_labels(dataset: str):
     p = plan(cfg)
     paths = p.config.get("paths") or {}
     data = load(p, paths)
-    split = sample_and_corrupt(data.y, p.n_labels, seed=0, noise=p.noise)
+    splits = {s: sample_and_corrupt(data.y, p.n_labels, seed=s, noise=p.noise) for s in seeds}
     g, _ = p.graph.build(data.X, cache=Cache(paths.get("cache_dir")), data_fingerprint=data.fingerprint())
-    return data, split, g
+    return data, splits, g
 
 
 def _timed(fn, repeat: int = 3):
@@ -147,7 +152,8 @@ def lgc_solve(quick: bool) -> dict:
     from lgcexp.linalg import block_cg, rcm_reordered, shifted_operator, shifted_solve
 
     name = "isolet" if quick else "mnist"
-    data, split, g = _graph_and_labels(name)
+    data, splits, g = _graph_and_labels(name)
+    split = splits[0]
     Y = np.zeros((data.n, data.n_classes))
     Y[split.labeled, split.y_observed] = 1
     c0, t0 = time.process_time(), time.perf_counter()
@@ -211,13 +217,30 @@ def _floor_kernels():
     return ns["read_sum"], ns["copy"]
 
 
+def _tf_product(S, dt):
+    """``V -> S @ V`` by TensorFlow's ``tf.sparse.sparse_dense_matmul`` in ``dt`` (a compiled tf.function),
+    or None when TensorFlow is not importable."""
+    try:
+        import tensorflow as tf
+    except ImportError:  # pragma: no cover - TensorFlow is a dependency
+        return None
+    coo = S.tocoo()
+    St = tf.sparse.SparseTensor(np.stack([coo.row, coo.col], 1).astype(np.int64), coo.data.astype(dt), coo.shape)
+    fn = tf.function(lambda V: tf.sparse.sparse_dense_matmul(St, V))
+    return lambda V: fn(tf.constant(V)).numpy()
+
+
 def cg_iteration(quick: bool) -> dict:
-    """Section 4: one CG iteration with 10 columns, numpy/scipy vs fused, against the bandwidth floor."""
+    """Section 4: one CG iteration with 10 columns (numpy/scipy, fused float64, fused float32) against the
+    bandwidth floor; the products alone (scipy, TensorFlow, the fused kernels, float64 and float32); the warm
+    certified LGC solve on three label seeds (numpy/scipy, fused float64, mixed precision)."""
     import numba
 
     from lgcexp import kernels
     from lgcexp.linalg import (
         NotConverged,
+        _product,
+        _row_chunks,
         block_cg,
         fused_shifted_cg,
         rcm_reordered,
@@ -226,18 +249,25 @@ def cg_iteration(quick: bool) -> dict:
     )
 
     name = "isolet" if quick else "mnist"
-    data, split, g = _graph_and_labels(name)
+    seeds = (0, 7, 13)
+    data, splits, g = _graph_and_labels(name, seeds)
     S, _ = rcm_reordered(g.S)
-    n, m = S.shape[0], 20
-    B = np.ascontiguousarray(np.random.default_rng(0).random((n, 10)))
+    S32, _ = rcm_reordered(g.S, np.float32)
+    n, m, c = S.shape[0], 20, 10
+    B = np.ascontiguousarray(np.random.default_rng(0).random((n, c)))
+    B32 = B.astype(np.float32)
     read_sum, copy = _floor_kernels()
-    blocks = [np.random.default_rng(i).random(n * 10) for i in range(4)]
-    dst = np.empty(n * 10)
+    floors = {}
+    for dt, tag in ((np.float64, ""), (np.float32, "_f32")):
+        Sd = S if dt == np.float64 else S32
+        blocks = [np.random.default_rng(i).random(n * c).astype(dt) for i in range(4)]
+        dst = np.empty(n * c, dtype=dt)
 
-    def floor():
-        read_sum(S.data, S.indices, S.indptr)
-        for b in blocks:
-            copy(b, dst)
+        def floor(Sd=Sd, blocks=blocks, dst=dst):
+            read_sum(Sd.data, Sd.indices, Sd.indptr)
+            for b in blocks:
+                copy(b, dst)
+        floors[tag] = floor
 
     def iterations(fn):
         def go():
@@ -249,23 +279,53 @@ def cg_iteration(quick: bool) -> dict:
 
     numpy_iter = iterations(lambda: block_cg(shifted_operator(S, 0.9), B, tol=0.0, maxiter=m))
     fused_iter = iterations(lambda: fused_shifted_cg(S, 0.9, B, tol=0.0, maxiter=m))
-    out = {"dataset": name, "n": n, "nnz_S": int(S.nnz), "columns": 10,
-           "bytes_S": int(S.data.nbytes + S.indices.nbytes + S.indptr.nbytes), "bytes_block": int(n * 10 * 8),
+    fused32_iter = iterations(lambda: fused_shifted_cg(S32, 0.9, B32, tol=0.0, maxiter=m))
+    bounds = _row_chunks(S)
+    dots = np.zeros((bounds.size - 1, c))
+    products = {}
+    for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
+        Sd = S if dt == np.float64 else S32
+        V, AV, na = B.astype(dt), np.empty((n, c), dtype=dt), np.array([-0.9], dtype=dt)
+        products[f"scipy_{tag}"] = lambda Sd=Sd, V=V: Sd @ V
+        tf_fn = _tf_product(Sd, dt)
+        if tf_fn is not None:
+            products[f"tensorflow_{tag}"] = lambda f=tf_fn, V=V: f(V)
+        for kname, kern in (("fused_generic", kernels.shifted_product_dot), ("fused_specialised", _product(c, dt))):
+            products[f"{kname}_{tag}"] = (lambda k=kern, Sd=Sd, V=V, AV=AV, na=na:
+                                          k(Sd.indptr, Sd.indices, Sd.data, V, na, AV, bounds, dots))
+    out = {"dataset": name, "n": n, "nnz_S": int(S.nnz), "columns": c,
+           "bytes_S": int(S.data.nbytes + S.indices.nbytes + S.indptr.nbytes), "bytes_block": int(n * c * 8),
+           "bytes_S_f32": int(S32.data.nbytes + S32.indices.nbytes + S32.indptr.nbytes),
            "kernel_threads": kernels.kernel_threads(), "numba_threading_layer": None}
     env_before = os.environ.get("OMP_NUM_THREADS")
     try:
         for threads in sorted({1, kernels.kernel_threads()}):
             os.environ["OMP_NUM_THREADS"] = str(threads)
             numba.set_num_threads(threads)
-            floor(), fused_iter()                                   # compile / warm
-            _, t_floor, c_floor = _timed(floor, 10)
-            _, t_fused, c_fused = _timed(fused_iter, 5)
             tag = f"{threads}thread"
-            out[f"floor_ms_{tag}"] = 1e3 * t_floor
-            out[f"floor_cpu_ms_{tag}"] = 1e3 * c_floor
-            out[f"fused_iteration_ms_{tag}"] = 1e3 * t_fused / m
-            out[f"fused_iteration_cpu_ms_{tag}"] = 1e3 * c_fused / m
-            out[f"fused_over_floor_{tag}"] = t_fused / m / t_floor
+            for ftag, floor in floors.items():
+                floor()                                             # compile / warm
+                _, t_floor, c_floor = _timed(floor, 10)
+                out[f"floor{ftag}_ms_{tag}"] = 1e3 * t_floor
+                out[f"floor{ftag}_cpu_ms_{tag}"] = 1e3 * c_floor
+            for vname, fn in (("fused", fused_iter), ("fused_f32", fused32_iter)):
+                fn()
+                _, t_it, c_it = _timed(fn, 5)
+                out[f"{vname}_iteration_ms_{tag}"] = 1e3 * t_it / m
+                out[f"{vname}_iteration_cpu_ms_{tag}"] = 1e3 * c_it / m
+            t64, t32 = out[f"floor_ms_{tag}"], out[f"floor_f32_ms_{tag}"]
+            out[f"fused_over_floor_{tag}"] = out[f"fused_iteration_ms_{tag}"] / t64
+            out[f"fused_f32_over_floor_{tag}"] = out[f"fused_f32_iteration_ms_{tag}"] / t64
+            out[f"fused_f32_over_floor_f32_{tag}"] = out[f"fused_f32_iteration_ms_{tag}"] / t32
+            with kernels.parallel_section():                        # the kernels' own thread setting
+                for pname, fn in products.items():
+                    if pname.startswith(("scipy", "tensorflow")) and threads != kernels.kernel_threads():
+                        continue                                    # their own threads: timed once
+                    fn()
+                    _, t_p, c_p = _timed(fn, 10)
+                    key = pname if pname.startswith(("scipy", "tensorflow")) else f"{pname}_{tag}"
+                    out[f"product_{key}_ms"] = 1e3 * t_p
+                    out[f"product_{key}_cpu_ms"] = 1e3 * c_p
     finally:
         if env_before is None:
             os.environ.pop("OMP_NUM_THREADS", None)
@@ -279,23 +339,40 @@ def cg_iteration(quick: bool) -> dict:
     t1 = out["floor_ms_1thread"]
     out["numpy_over_floor_1thread"] = out["numpy_iteration_ms"] / t1
     # one thread: CPU seconds are the work itself, without the waits of a busy machine
-    out["fused_over_floor_1thread_cpu"] = out["fused_iteration_cpu_ms_1thread"] / out["floor_cpu_ms_1thread"]
+    for v in ("fused", "fused_f32"):
+        out[f"{v}_over_floor_1thread_cpu"] = out[f"{v}_iteration_cpu_ms_1thread"] / out["floor_cpu_ms_1thread"]
     out["numpy_over_floor_1thread_cpu"] = out["numpy_iteration_cpu_ms"] / out["floor_cpu_ms_1thread"]
-    for k in [k for k in out if k.startswith("fused_iteration_ms_")]:
-        out[f"speedup_{k[len('fused_iteration_ms_'):]}_vs_numpy"] = out["numpy_iteration_ms"] / out[k]
-    # the warm certified LGC solve, both paths (same run)
-    Y = np.zeros((data.n, data.n_classes))
-    Y[split.labeled, split.y_observed] = 1
-    sols = {}
-    for tag, flag in (("numpy", "0"), ("fused", "1")):
-        os.environ["LGCEXP_FUSED"] = flag
-        shifted_solve(g.S, Y, 0.9, degree=g.degree)
-        (F, it, _), t, c = _timed(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree), 3)
-        sols[tag] = F
-        out[f"lgc_solve_{tag}_s"], out[f"lgc_solve_{tag}_cpu_s"], out[f"lgc_solve_{tag}_iterations"] = t, c, it
-    os.environ.pop("LGCEXP_FUSED", None)
-    out["lgc_solve_speedup"] = out["lgc_solve_numpy_s"] / out["lgc_solve_fused_s"]
-    out["lgc_solve_rows_argmax_differs"] = int((sols["numpy"].argmax(1) != sols["fused"].argmax(1)).sum())
+    for k in [k for k in out if k.startswith(("fused_iteration_ms_", "fused_f32_iteration_ms_"))]:
+        out[f"speedup_{k.replace('_iteration_ms', '')}_vs_numpy"] = out["numpy_iteration_ms"] / out[k]
+    # the warm certified LGC solve: numpy/scipy (LGCEXP_FUSED=0), fused float64 (LGCEXP_FUSED_FLOAT32=0) and
+    # the default (fused, mixed precision); timed on seed 0, argmax compared on every seed
+    paths = (("numpy", {"LGCEXP_FUSED": "0"}), ("fused", {"LGCEXP_FUSED_FLOAT32": "0"}), ("mixed", {}))
+    for seed in seeds:
+        split = splits[seed]
+        Y = np.zeros((data.n, data.n_classes))
+        Y[split.labeled, split.y_observed] = 1
+        sols = {}
+        for tag, env in paths:
+            for k in ("LGCEXP_FUSED", "LGCEXP_FUSED_FLOAT32"):
+                os.environ.pop(k, None)
+            os.environ.update(env)
+            if seed == seeds[0]:
+                shifted_solve(g.S, Y, 0.9, degree=g.degree)
+                (F, it, rel), t, cpu = _timed(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree), 3)
+                out[f"lgc_solve_{tag}_s"], out[f"lgc_solve_{tag}_cpu_s"] = t, cpu
+                out[f"lgc_solve_{tag}_iterations"], out[f"lgc_solve_{tag}_residual"] = it, rel
+            else:
+                F, it, rel = shifted_solve(g.S, Y, 0.9, degree=g.degree)
+            sols[tag] = F
+        for k in ("LGCEXP_FUSED", "LGCEXP_FUSED_FLOAT32"):
+            os.environ.pop(k, None)
+        sfx = "" if seed == seeds[0] else f"_seed{seed}"
+        out[f"lgc_solve_rows_argmax_differs{sfx}"] = int((sols["numpy"].argmax(1) != sols["mixed"].argmax(1)).sum())
+        out[f"lgc_solve_rows_argmax_differs_fused{sfx}"] = int((sols["numpy"].argmax(1) !=
+                                                                sols["fused"].argmax(1)).sum())
+        out[f"lgc_solve_max_abs_diff_mixed{sfx}"] = float(np.abs(sols["numpy"] - sols["mixed"]).max())
+    out["lgc_solve_speedup"] = out["lgc_solve_numpy_s"] / out["lgc_solve_mixed_s"]
+    out["lgc_solve_speedup_fused"] = out["lgc_solve_numpy_s"] / out["lgc_solve_fused_s"]
     return out
 
 

@@ -2,6 +2,7 @@
 against scipy's product, block_cg and dense solves."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 pytest.importorskip("numba")
 
@@ -119,3 +120,147 @@ def test_fused_solves_from_several_python_threads_take_turns():
     with ThreadPoolExecutor(4) as ex:
         outs = list(ex.map(lambda _: fused_shifted_cg(S, 0.9, B, tol=1e-12)[0], range(8)))
     assert all(np.array_equal(o, ref) for o in outs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("c", [1, 3, 10, 17])
+def test_specialised_product_against_scipy(dtype, c):
+    """float64 (no contraction): scipy's product bit for bit; float32 (fused multiply-adds): within rounding."""
+    g, _ = random_graph(160, 6, seed=10 + c)
+    S, _ = rcm_reordered(g.S, dtype)
+    P = np.random.default_rng(c).standard_normal((g.n, c)).astype(dtype)
+    b = kernels.row_chunks(S.indptr)
+    AP = np.empty_like(P)
+    dots = np.zeros((b.size - 1, c))
+    contract = dtype == np.float32
+    kernels.specialised_product(c, contract)(S.indptr, S.indices, S.data, P, np.array([-0.9], dtype=dtype), AP, b,
+                                             dots)
+    ref = shifted_operator(S, 0.9)(P)
+    if contract:
+        exact = shifted_operator(S.astype(float), 0.9)(P.astype(float))
+        scale = np.abs(S).sum(1).A.ravel()[:, None] * np.abs(P).max() + np.abs(P)
+        assert np.all(np.abs(AP - exact) <= 40 * np.finfo(np.float32).eps * scale)
+    else:
+        assert np.array_equal(AP, ref)
+    np.testing.assert_allclose(dots.sum(0), np.einsum("ij,ij->j", P.astype(float), AP.astype(float)), rtol=1e-10)
+    assert kernels.specialised_product(c, contract) is kernels.specialised_product(c, contract)   # loaded once
+    assert kernels.specialised_product(kernels.SPECIALISED_MAX_COLUMNS + 1, contract) is None
+
+
+def _certificate_inputs(seed, n=300, c=5):
+    rng = np.random.default_rng(seed)
+    deg = rng.random(n) + 0.5
+    deg[:7] = 0.0                                       # isolated points: their bound is |R|
+    W = sp.random(n, n, density=0.03, random_state=seed)
+    S = sp.csr_matrix(W + W.T)
+    X = rng.random((n, c))
+    X[10:20, 1] = X[10:20, 0]                          # exact ties: never certified
+    X[10:20, [2, 3, 4]] = 0.0
+    B = rng.random((n, c))
+    return deg, S, X, B, rng
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fused_certificate_kernel_decides_as_numpy(seed):
+    """lgcexp.kernels.argmax_certified: the same decision and gap scale as the numpy test, at residual sizes
+    around the threshold, with and without ties, with an offset (X = offset + correction)."""
+    deg, S, X, B, rng = _certificate_inputs(seed)
+    ties = X[10:20].copy()
+    seen = set()
+    for scale in (1e-1, 1e-3, 1e-5, 1e-7):
+        for tie in (True, False):
+            X2 = X.copy()
+            if not tie:
+                X2[10:20] = ties + rng.random(ties.shape) * 0.5
+            R = rng.standard_normal(X.shape) * scale
+            ref, fused = (ArgmaxCertificate(deg, 0.9, S, B, fused=f) for f in (False, True))
+            decision = ref(X2, R)
+            seen.add(decision)
+            assert decision == fused(X2, R)
+            assert ref._gap_scale == fused._gap_scale
+            off = rng.random(X.shape)
+            ref_o, fused_o = ref.shifted_by(off), fused.shifted_by(off)
+            D = (X2 - off).astype(np.float32)
+            assert ref_o(D, R) == fused_o(D, R) == ref(off + D, R)
+            assert ref_o._gap_scale == fused_o._gap_scale
+    assert seen == {True, False}                          # both outcomes tested
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mixed_precision_solve_certifies_the_dense_argmax(seed):
+    g, _ = random_graph(250, 5, seed=seed)
+    rng = np.random.default_rng(seed)
+    Y = np.zeros((g.n, 4))
+    lab = rng.choice(g.n, 20, replace=False)
+    Y[lab, np.arange(20) % 4] = 1
+    S, perm = rcm_reordered(g.S)
+    S32, _ = rcm_reordered(g.S, np.float32)
+    Yp = Y[perm]
+    cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Yp, fused=True)
+    X, it, rel = linalg.mixed_shifted_cg(S, S32, 0.9, Yp, cert, tol=1e-13)
+    ref = _dense(g, Y, 0.9)[perm]
+    assert X.dtype == np.float64
+    assert np.array_equal(X.argmax(1), ref.argmax(1))
+    R = Yp - shifted_operator(S, 0.9)(X)                  # the returned residual is X's float64 residual
+    assert rel == pytest.approx((np.linalg.norm(R, axis=0) / np.linalg.norm(Yp, axis=0)).max(), rel=1e-6)
+    assert np.all(np.abs(X - ref).max(1) <= cert.bound(X, R))   # within the certified error bound
+    Xf, itf, _ = fused_shifted_cg(S, 0.9, Yp, tol=1e-13, certify=ArgmaxCertificate(g.degree[perm], 0.9, S, Yp))
+    assert np.array_equal(X.argmax(1), Xf.argmax(1)) and it <= itf + 15
+
+
+def test_mixed_precision_solve_refines_to_tol_when_rows_tie():
+    """Two equal columns tie in every row they lead: the certificate never holds and the refinement goes on
+    (float32 steps of 1e-5 each) to the float64 tolerance; the values are the dense solve's."""
+    g, _ = random_graph(300, 5, seed=7)
+    Y = np.zeros((g.n, 3))
+    Y[np.arange(0, 30), np.arange(30) % 2] = 1
+    Y[:, 2] = Y[:, 1]
+    S, perm = rcm_reordered(g.S)
+    S32, _ = rcm_reordered(g.S, np.float32)
+    cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Y[perm], fused=True)
+    X, it, rel = linalg.mixed_shifted_cg(S, S32, 0.9, Y[perm], cert, tol=1e-11)
+    assert rel <= 1e-11
+    ref = _dense(g, Y, 0.9)[perm]
+    np.testing.assert_allclose(X, ref, atol=1e-9 * np.abs(ref).max())
+
+
+def test_shifted_solve_takes_the_mixed_path_for_large_certified_solves(monkeypatch):
+    g, _ = random_graph(300, 5, seed=4)
+    Y = np.zeros((g.n, 3))
+    Y[np.arange(0, 30), np.arange(30) % 3] = 1
+    calls = []
+    real = linalg.mixed_shifted_cg
+    monkeypatch.setattr(linalg, "mixed_shifted_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 0)
+    F, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
+    assert len(calls) == 1
+    shifted_solve(g.S, Y, 0.9, tol=1e-12)                 # no certificate: float64 fused as before
+    assert len(calls) == 1
+    monkeypatch.setenv("LGCEXP_FUSED_FLOAT32", "0")
+    F64, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
+    assert len(calls) == 1
+    dense = _dense(g, Y, 0.9)
+    assert np.array_equal(F.argmax(1), dense.argmax(1)) and np.array_equal(F64.argmax(1), dense.argmax(1))
+
+
+def test_mixed_precision_solve_is_the_same_for_any_thread_count(monkeypatch):
+    g, _ = random_graph(400, 5, seed=8)
+    Y = np.zeros((g.n, 3))
+    Y[np.arange(0, 30), np.arange(30) % 3] = 1
+    S, perm = rcm_reordered(g.S)
+    S32, _ = rcm_reordered(g.S, np.float32)
+    out = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Y[perm], fused=True)
+        out.append(linalg.mixed_shifted_cg(S, S32, 0.9, Y[perm], cert, tol=1e-12))
+    assert np.array_equal(out[0][0], out[1][0]) and out[0][1:] == out[1][1:]
+
+
+def test_unwritable_kernel_directory_falls_back_to_the_generic_product(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("LGCEXP_KERNEL_DIR", str(blocker / "kernels"))     # below a file: cannot be created
+    monkeypatch.setattr(kernels, "_SPECIALISED", {})
+    assert kernels.specialised_product(5, False) is None
+    assert linalg._product(5, np.float64) is kernels.shifted_product_dot
