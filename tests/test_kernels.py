@@ -232,12 +232,13 @@ def test_shifted_solve_takes_the_mixed_path_for_large_certified_solves(monkeypat
     real = linalg.mixed_shifted_cg
     monkeypatch.setattr(linalg, "mixed_shifted_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
     monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 0)
+    monkeypatch.delenv("LGCEXP_FUSED_FLOAT32", raising=False)
+    F64, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)  # the default: float64 throughout
+    assert len(calls) == 0
+    monkeypatch.setenv("LGCEXP_FUSED_FLOAT32", "1")
     F, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
     assert len(calls) == 1
     shifted_solve(g.S, Y, 0.9, tol=1e-12)                 # no certificate: float64 fused as before
-    assert len(calls) == 1
-    monkeypatch.setenv("LGCEXP_FUSED_FLOAT32", "0")
-    F64, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
     assert len(calls) == 1
     dense = _dense(g, Y, 0.9)
     assert np.array_equal(F.argmax(1), dense.argmax(1)) and np.array_equal(F64.argmax(1), dense.argmax(1))
