@@ -12,7 +12,11 @@ differ only in the cut. Rules (none reads the clean labels):
 - ``posterior``: the product-of-experts probability that the label is wrong (``issue_probability``) at
   least 1/2, i.e. the given class has at most half of the posterior mass;
 - ``either``: ``argmax g != y`` or ``argmax combine(g, f) != y``;
-- ``cl``: confident learning (``prune_by_noise_rate``) on ``combine(g, f)``.
+- ``cl``: confident learning (``prune_by_noise_rate``) on ``combine(g, f)``;
+- ``..._T``: ``consensus``, ``suggested`` and ``posterior`` with ``f`` at the one temperature that maximises
+  the likelihood of the labels the graph keeps (a calibrated feature view);
+- ``..._f2``: ``consensus`` and ``posterior`` with the floor of the product at 1e-2 instead of 1e-4 (an
+  over-confident view vetoes less).
 
 Where the feature view failed its agreement gate the rules fall back to the graph alone, as ``judge`` does.
 Ranking (ROC AUC) by the combined quality ``combine(g, f)[y]`` and by the posterior. Writes
