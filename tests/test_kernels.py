@@ -76,15 +76,20 @@ def test_fused_cg_is_the_same_for_any_thread_count(monkeypatch):
     assert np.array_equal(out[0][0], out[1][0]) and out[0][1] == out[1][1]
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_fused_certified_stop_gives_the_dense_argmax(seed):
+def _labelled_problem(seed: int):
+    """A random 250-point graph with 20 labels of 4 classes: (graph, Y, S and its RCM permutation, Y permuted)."""
     g, _ = random_graph(250, 5, seed=seed)
     rng = np.random.default_rng(seed)
     Y = np.zeros((g.n, 4))
     lab = rng.choice(g.n, 20, replace=False)
     Y[lab, np.arange(20) % 4] = 1
     S, perm = rcm_reordered(g.S)
-    Yp = Y[perm]
+    return g, Y, S, perm, Y[perm]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fused_certified_stop_gives_the_dense_argmax(seed):
+    g, Y, S, perm, Yp = _labelled_problem(seed)
     cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Yp)
     X, it, _ = fused_shifted_cg(S, 0.9, Yp, tol=1e-13, certify=cert)
     _, it_full, _ = fused_shifted_cg(S, 0.9, Yp, tol=1e-13)
@@ -93,14 +98,21 @@ def test_fused_certified_stop_gives_the_dense_argmax(seed):
     assert np.array_equal(X.argmax(1), ref.argmax(1))
 
 
-def test_shifted_solve_takes_the_fused_path_for_large_problems(monkeypatch):
+def _spied_solver(monkeypatch, name: str):
+    """A 300-point graph with 30 labels of 3 classes, every solve large enough for the fused path, and the list
+    that grows by one with each call of ``linalg.<name>``."""
     g, _ = random_graph(300, 5, seed=4)
     Y = np.zeros((g.n, 3))
     Y[np.arange(0, 30), np.arange(30) % 3] = 1
     calls = []
-    real = linalg.fused_shifted_cg
-    monkeypatch.setattr(linalg, "fused_shifted_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = getattr(linalg, name)
+    monkeypatch.setattr(linalg, name, lambda *a, **k: calls.append(1) or real(*a, **k))
     monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 0)
+    return g, Y, calls
+
+
+def test_shifted_solve_takes_the_fused_path_for_large_problems(monkeypatch):
+    g, Y, calls = _spied_solver(monkeypatch, "fused_shifted_cg")
     F, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
     assert calls
     monkeypatch.setenv("LGCEXP_FUSED", "0")
@@ -188,14 +200,8 @@ def test_fused_certificate_kernel_decides_as_numpy(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_mixed_precision_solve_certifies_the_dense_argmax(seed):
-    g, _ = random_graph(250, 5, seed=seed)
-    rng = np.random.default_rng(seed)
-    Y = np.zeros((g.n, 4))
-    lab = rng.choice(g.n, 20, replace=False)
-    Y[lab, np.arange(20) % 4] = 1
-    S, perm = rcm_reordered(g.S)
+    g, Y, S, perm, Yp = _labelled_problem(seed)
     S32, _ = rcm_reordered(g.S, np.float32)
-    Yp = Y[perm]
     cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Yp, fused=True)
     X, it, rel = linalg.mixed_shifted_cg(S, S32, 0.9, Yp, cert, tol=1e-13)
     ref = _dense(g, Y, 0.9)[perm]
@@ -225,13 +231,7 @@ def test_mixed_precision_solve_refines_to_tol_when_rows_tie():
 
 
 def test_shifted_solve_takes_the_mixed_path_for_large_certified_solves(monkeypatch):
-    g, _ = random_graph(300, 5, seed=4)
-    Y = np.zeros((g.n, 3))
-    Y[np.arange(0, 30), np.arange(30) % 3] = 1
-    calls = []
-    real = linalg.mixed_shifted_cg
-    monkeypatch.setattr(linalg, "mixed_shifted_cg", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 0)
+    g, Y, calls = _spied_solver(monkeypatch, "mixed_shifted_cg")
     monkeypatch.delenv("LGCEXP_FUSED_FLOAT32", raising=False)
     F64, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)  # the default: float64 throughout
     assert len(calls) == 0
