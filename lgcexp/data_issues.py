@@ -84,28 +84,46 @@ def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
+def _row_digests(B: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """A 64-bit digest of every row's bytes: the rows as 64-bit words (zero-padded), each word times its
+    odd random weight, summed with wrap-around, then mixed (splitmix64's finaliser). Equal rows give equal
+    digests; :func:`exact_duplicate_sets` compares equal digests byte for byte."""
+    raw = np.ascontiguousarray(B).view(np.uint8).reshape(B.shape[0], -1)
+    pad = (-raw.shape[1]) % 8
+    if pad:
+        raw = np.hstack([raw, np.zeros((raw.shape[0], pad), dtype=np.uint8)])
+    words = raw.view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = (words * weights[: words.shape[1]]).sum(axis=1, dtype=np.uint64)
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return h
+
+
 def exact_duplicate_sets(X: np.ndarray, block: int = 65_536) -> np.ndarray:
     """Set number of every row that has a bitwise-equal copy (-1 for a row without), numbered in the order
     of each set's first row."""
-    import hashlib
-
     n = X.shape[0]
-    # a 64-bit digest per row, block by block (a memory map is never copied whole); equal digests are then
-    # compared byte for byte, so a collision never joins two different rows
+    row_bytes = int(np.dtype(X.dtype).itemsize) * (int(X.shape[1]) if X.ndim > 1 else 1)
+    words = -(-row_bytes // 8)
+    weights = np.random.default_rng(0x5EED).integers(0, 2**63, size=max(words, 1), dtype=np.uint64) * 2 + 1
+    # a 64-bit digest per row, block by block (a memory map is never copied whole; at most ~64 MiB of words
+    # at a time); equal digests are then compared byte for byte, so a collision never joins two different rows
+    step = int(max(1, min(block, (64 << 20) // (8 * max(words, 1)))))
     digest = np.empty(n, dtype=np.uint64)
-    for start in range(0, n, block):
-        B = np.ascontiguousarray(X[start:start + block])
-        for r in range(B.shape[0]):
-            digest[start + r] = int.from_bytes(hashlib.blake2b(B[r].tobytes(), digest_size=8).digest(), "little")
+    for start in range(0, n, step):
+        digest[start:start + step] = _row_digests(np.asarray(X[start:start + step]), weights)
     order = np.argsort(digest, kind="stable")
-    cut = np.flatnonzero(np.diff(digest[order]) != 0) + 1
+    sorted_digest = digest[order]
+    starts = np.flatnonzero(np.r_[True, sorted_digest[1:] != sorted_digest[:-1]])
+    sizes = np.diff(np.r_[starts, n])
     i, j = [], []
-    for group in np.split(order, cut):
-        if group.size < 2:
-            continue
-        group = np.sort(group)
+    for s0, size in zip(starts[sizes > 1], sizes[sizes > 1]):
         rows = {}
-        for p in group:  # rows in index order: each joins the first earlier row with the same bytes
+        for p in np.sort(order[s0:s0 + size]):  # in index order: each joins the first earlier row with its bytes
             key = np.ascontiguousarray(X[p]).tobytes()
             if key in rows:
                 i.append(rows[key])

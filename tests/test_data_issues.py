@@ -156,6 +156,16 @@ def test_audit_reuses_the_graphs_exact_lists(planted, tmp_path):
     assert projected.neighbors is None and not projected.neighbors_exact
 
 
+def test_exact_duplicates_survive_digest_collisions(planted, monkeypatch):
+    """Every digest equal (a worst-case collision): rows are still joined only where their bytes are equal."""
+    X = np.vstack([planted, planted[[5, 5, 77]]])
+    want = di.exact_duplicate_sets(X)
+    monkeypatch.setattr(di, "_row_digests", lambda B, w: np.zeros(B.shape[0], dtype=np.uint64))
+    assert np.array_equal(di.exact_duplicate_sets(X), want)
+    _, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    assert np.array_equal(want >= 0, counts[inverse.ravel()] > 1) and {5, 77} <= set(np.flatnonzero(want >= 0))
+
+
 def test_exact_duplicates_by_digest_match_unique_rows(planted):
     """Digest grouping (block by block) gives the sets of np.unique on whole rows, for any block size."""
     X = np.vstack([planted, planted[[5, 5, 77]]])
