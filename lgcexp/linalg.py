@@ -527,12 +527,13 @@ MIXED_MAX_OUTER = 20
 
 def mixed_enabled() -> bool:
     """Whether certified fused solves run their iterations in float32 (:func:`mixed_shifted_cg`): only where
-    ``LGCEXP_FUSED_FLOAT32`` is set to 1 (true, yes, on). Off by default: on the idle 2-core machine the
-    warm certified MNIST solve took 0.221 s mixed against 0.214 s in float64 (one more iteration and the
-    float64 refinement eat the cheaper float32 iterations), and the float64 path leaves F as it was."""
-    import os
+    ``LGCEXP_FUSED_FLOAT32`` is switched on (:func:`lgcexp.locations.env_switch`). Off by default: on the idle
+    2-core machine the warm certified MNIST solve took 0.221 s mixed against 0.214 s in float64 (one more
+    iteration and the float64 refinement eat the cheaper float32 iterations), and the float64 path leaves F
+    as it was."""
+    from .locations import env_switch
 
-    return os.environ.get("LGCEXP_FUSED_FLOAT32", "0").strip().lower() in ("1", "true", "yes", "on")
+    return env_switch("LGCEXP_FUSED_FLOAT32", default=False)
 
 
 def mixed_shifted_cg(
@@ -558,10 +559,8 @@ def mixed_shifted_cg(
     iterations, worst relative residual of the float64 residual)."""
     from .kernels import parallel_section
 
-    B = np.ascontiguousarray(np.asarray(B, dtype=np.float64))
-    squeeze = B.ndim == 1
-    if squeeze:
-        B = B[:, None]
+    B, _, squeeze = as_columns(np.asarray(B, dtype=np.float64))
+    B = np.ascontiguousarray(B)
     bounds = _row_chunks(S)
     dots = np.zeros((bounds.size - 1, B.shape[1]))
     neg_alpha = np.array([-alpha])

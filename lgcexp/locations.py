@@ -47,7 +47,12 @@ def register_resolver() -> None:
         OmegaConf.register_new_resolver(RESOLVER, default_dir)
 
 
-def env_switch(name: str) -> bool:
-    """An on/off environment switch that is on unless set to 0, false, no or off (any case):
-    ``LGCEXP_MEMO`` (lgcexp.memo), ``LGCEXP_AUTOL_NARROW`` (lgcexp.algorithms.autol)."""
-    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+def env_switch(name: str, default: bool = True) -> bool:
+    """An on/off environment switch: ``default`` where unset or empty, off where set to 0, false, no or off
+    (any case), on where set to anything else: ``LGCEXP_MEMO`` (lgcexp.memo), ``LGCEXP_AUTOL_NARROW``
+    (lgcexp.algorithms.autol), ``LGCEXP_FUSED`` (on by default) and ``LGCEXP_FUSED_FLOAT32`` (off by
+    default; lgcexp.linalg)."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return bool(default)
+    return value not in ("0", "false", "no", "off")

@@ -46,3 +46,18 @@ def test_yaml_reads_the_resolver():
     assert OmegaConf.to_container(raw)["cache_dir"] == "${lgcexp.default_dir:cache}"
     with pytest.raises(ValueError, match="unknown directory kind"):
         locations.default_dir("outputs")
+
+
+def test_env_switch_default_and_values(monkeypatch):
+    from lgcexp.locations import env_switch
+
+    monkeypatch.delenv("LGCEXP_TEST_SWITCH", raising=False)
+    assert env_switch("LGCEXP_TEST_SWITCH") and not env_switch("LGCEXP_TEST_SWITCH", default=False)
+    for off in ("0", "false", "No", " OFF "):
+        monkeypatch.setenv("LGCEXP_TEST_SWITCH", off)
+        assert not env_switch("LGCEXP_TEST_SWITCH") and not env_switch("LGCEXP_TEST_SWITCH", default=False)
+    for on in ("1", "true", "yes"):
+        monkeypatch.setenv("LGCEXP_TEST_SWITCH", on)
+        assert env_switch("LGCEXP_TEST_SWITCH") and env_switch("LGCEXP_TEST_SWITCH", default=False)
+    monkeypatch.setenv("LGCEXP_TEST_SWITCH", "")
+    assert env_switch("LGCEXP_TEST_SWITCH") and not env_switch("LGCEXP_TEST_SWITCH", default=False)
