@@ -47,7 +47,7 @@ def main() -> int:
     for name in ("figure2.png", "autod_curves.csv"):
         if (fig / name).exists():
             shutil.copy2(fig / name, tables / name)
-    cmd = [sys.executable, "-m", "lgcexp.tables", "--root", str(results / "runs"), "--out", str(tables),
+    cmd = [sys.executable, "-m", "lgcexp.tables_cli", "--root", str(results / "runs"), "--out", str(tables),
            "--runs-csv", str(results / "runs.csv"),
            "--command", "make reproduce-tables" + ("-quick" if a.quick else "")]
     rc = subprocess.call(cmd, env=env)

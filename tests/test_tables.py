@@ -195,3 +195,20 @@ def test_merge_runs_keeps_one_row_per_config_hash_and_the_new_one_wins():
     assert sorted(m["config_hash"]) == ["a", "b", "c"]
     assert m.set_index("config_hash").loc["b", "acc_unlabeled"] == 0.75  # the new run replaces the old record
     assert m.set_index("config_hash").loc["a", "noise"] == "uniform"      # old records were uniform noise
+
+
+def test_reproduce_tables_script_builds_the_tables_through_the_entry_point(tmp_path):
+    """``make reproduce-tables``'s last step runs lgcexp-tables' module (a module without a ``__main__`` block
+    would exit 0 having written nothing): with no sweep run and no runs folder it must fail with that entry
+    point's one-line error."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_tables.py"
+    env = {**__import__("os").environ, "LGCEXP_RESULTS_DIR": str(tmp_path / "res")}
+    out = subprocess.run([sys.executable, str(script), "--only"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2
+    assert "lgcexp-tables: error: --root" in out.stderr and "is not a directory" in out.stderr
+    assert (tmp_path / "res" / "tables" / "PROVENANCE.md").is_file()
