@@ -59,6 +59,34 @@ def test_pll_cg_and_power_against_dense_inverse(block, reorder):
     assert np.allclose(P32, ref, atol=1e-6 * ref.max())
 
 
+@pytest.mark.parametrize("dtype,tol,atol", [("float64", 1e-12, 1e-12), ("float32", 1e-6, 2e-6)])
+def test_pll_on_the_fused_kernels_against_dense_inverse_and_plain_cg(monkeypatch, tmp_path, dtype, tol, atol):
+    """Large graphs (MNIST) solve their P_LL blocks on the fused kernels: the dense inverse's P_LL to the
+    tolerance, plain CG's to round-off; the cache keeps the two paths' entries apart."""
+    pytest.importorskip("numba")
+    from lgcexp import linalg
+    from lgcexp.algorithms.propagation import cached_propagation_submatrix, pll_path
+    from lgcexp.cache import Cache
+
+    g, _ = random_graph(300, 5, seed=4)
+    labeled = np.arange(0, 300, 7)                       # 43 labels: two blocks of at most 32 columns
+    ref = dense_pll(g, labeled)
+    plain, st_plain = propagation_submatrix(g.S, labeled, ALPHA, tol=tol, dtype=dtype)
+    cache = Cache(tmp_path)
+    cached_propagation_submatrix(g, labeled, ALPHA, cache=cache, tol=tol, dtype=dtype)
+    assert pll_path(g.n, labeled.size) == "cg" and st_plain["path"] == "cg"
+    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    assert pll_path(g.n, labeled.size) == "fused"
+    P, st = propagation_submatrix(g.S, labeled, ALPHA, tol=tol, dtype=dtype)
+    assert st["path"] == "fused" and st["block"] == 32 and st["residual"] <= tol
+    np.testing.assert_allclose(P, ref, atol=atol * ref.max(), rtol=0)
+    np.testing.assert_allclose(P, plain, atol=atol * ref.max(), rtol=0)
+    Pc, stc = cached_propagation_submatrix(g, labeled, ALPHA, cache=cache, tol=tol, dtype=dtype)
+    assert not stc["cache_hit"]                           # not the plain path's entry
+    np.testing.assert_array_equal(Pc, P)
+    assert cached_propagation_submatrix(g, labeled, ALPHA, cache=cache, tol=tol, dtype=dtype)[1]["cache_hit"]
+
+
 def test_loo_matrix_removes_diagonal_and_row_normalises():
     g, _ = random_graph(40, 4, seed=2)
     labeled = np.arange(0, 40, 4)

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..devices import solve_module, sparse_module, to_host
 from ..graph import Graph
-from ..linalg import block_cg, rcm_reordered, shifted_operator, shifted_solve
+from ..linalg import block_cg, fused_available, fused_shifted_cg, rcm_reordered, shifted_operator, shifted_solve
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,23 @@ def graph_degree(graph: Graph) -> np.ndarray | None:
 
 #: working-set target for one block of right-hand sides in the P_LL solve (about an L2/L3 slice)
 _BLOCK_BYTES = 1 << 22
+#: right-hand sides per block of a P_LL solve on the fused kernels (the most columns of a specialised product)
+FUSED_PLL_COLUMNS = 32
+
+
+def pll_path(n: int, l: int, solver: str = "cg", xp: Any = None) -> str:
+    """How a one-alpha P_LL of l labels on an n-point graph is solved: ``"fused"``
+    (:func:`lgcexp.linalg.fused_shifted_cg`, 32 columns a block) where the fused kernels serve a block of that
+    size on the CPU (MNIST: 70,000 x 32), else ``"cg"`` (:func:`lgcexp.linalg.block_cg`) or the solver's name.
+    The two CG paths agree to round-off, not bit for bit (the column sums are taken in another order), so the
+    path is part of the cache key."""
+    if xp is None:
+        xp = solve_module(n * min(l, 32))
+    if solver != "cg" or xp is not np:
+        return solver
+    return "fused" if fused_available(n * FUSED_PLL_COLUMNS) else "cg"
+
+
 #: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it
 _GPU_BLOCK_BYTES = 1 << 28
 
@@ -134,6 +151,9 @@ def propagation_submatrix(
         xp = solve_module(n * min(l, 32))
     if solver != "cg":
         xp = np
+    fused = pll_path(n, l, solver, xp) == "fused"
+    if fused and block is None:
+        block = FUSED_PLL_COLUMNS
     Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
     rows_x = xp.asarray(rows)
     P = np.zeros((l, l))
@@ -149,7 +169,11 @@ def propagation_submatrix(
             cols = np.arange(s0, min(l, s0 + block))
             E = xp.zeros((n, cols.size), dtype=dt)
             E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
-            if solver == "cg":
+            if fused:
+                X, it, rel = fused_shifted_cg(Sd, alpha, E, tol=tol, maxiter=maxiter)
+                X *= 1.0 - alpha
+                iters, resid = max(iters, it), max(resid, rel)
+            elif solver == "cg":
                 X, it, rel = block_cg(shifted_operator(Sd, alpha), E, tol=tol, maxiter=maxiter)
                 X *= 1.0 - alpha
                 iters, resid = max(iters, it), max(resid, rel)
@@ -164,7 +188,8 @@ def propagation_submatrix(
             bar.close()
     if solver == "cg":
         np.maximum(P, 0.0, out=P)
-    stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block}
+    stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block,
+             "path": "fused" if fused else solver}
     return P, stats
 
 
@@ -242,9 +267,11 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
                        tol: float = 1e-6, maxiter: int = 10_000, t: int = 1000, dtype: str = "float32",
                        progress: bool = False) -> tuple[list[np.ndarray], dict[str, Any]]:
     """P_LL for each alpha, each from the on-disk cache (kind ``pll``, one entry per alpha) when one is
-    given. The missing ones are computed together: one alpha by :func:`propagation_submatrix`, several
-    (``solver='cg'``) by multi-shift CG, :func:`propagation_submatrices`, whose results meet the same
-    per-column residual ``tol`` and are stored under the same keys.
+    given. A request for one alpha is solved by :func:`propagation_submatrix` (on the path :func:`pll_path`
+    names), one for several (``solver='cg'``) by multi-shift CG, :func:`propagation_submatrices`, for
+    all of them when any is missing. The paths meet the same per-column residual ``tol`` but differ in
+    round-off (and multi-shift CG's with the set of alphas), so each path and set of alphas has its own cache
+    keys: a run's numbers never depend on which run filled the cache.
     Returns (list of P_LL in the order of ``alphas``, stats: ``seconds``, ``iterations``, ``residual``
     (worst over the alphas), ``cache_hits``)."""
     import hashlib
@@ -255,10 +282,17 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     alphas = [float(a) for a in np.atleast_1d(alphas)]
     l = labeled.size
     lab_hash = hashlib.sha256(labeled.tobytes()).hexdigest()
+    multi = len(alphas) > 1 and solver == "cg"
+    path = "multishift" if multi else pll_path(graph.S.shape[0], l, solver)
 
     def key(a: float) -> str:
-        return stable_hash({"graph": graph.key, "labeled": lab_hash, "alpha": a, "solver": solver, "tol": tol,
-                            "t": t, "dtype": dtype, "v": 1})
+        fields = {"graph": graph.key, "labeled": lab_hash, "alpha": a, "solver": solver, "tol": tol, "t": t,
+                  "dtype": dtype, "v": 1}
+        if path == "fused":                     # the plain one-alpha CG keeps the keys of earlier versions
+            fields["path"] = path
+        elif path == "multishift":              # an entry of one set of shifts (the largest sets the rounding)
+            fields["path"], fields["shifts"] = path, sorted(alphas)
+        return stable_hash(fields)
 
     def validate(arr: dict[str, np.ndarray]) -> str | None:
         return _check_pll_arrays(arr, l)
@@ -270,7 +304,7 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
             if arr is not None:
                 found[i] = arr
     missing = [i for i in range(len(alphas)) if i not in found]
-    if len(missing) == 1 or (missing and solver != "cg"):
+    if missing and not multi:
         for i in missing:
             def compute(a=alphas[i]) -> dict[str, np.ndarray]:
                 P, st = propagation_submatrix(graph.S, labeled, a, solver=solver, tol=tol, maxiter=maxiter, t=t,
@@ -285,10 +319,11 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
                 if hit:
                     missing.remove(i)
     elif missing:
-        Ps, st = propagation_submatrices(graph.S, labeled, [alphas[i] for i in missing], tol=tol, maxiter=maxiter,
-                                         dtype=dtype)
-        for i, P in zip(missing, Ps):
-            found[i] = {"P": P, "seconds": np.array(st["seconds"] / len(missing)),
+        # all of the request's alphas: the Krylov space is the largest alpha's, so a subset would round otherwise
+        # (the extra shifts cost updates on the labelled rows only, no sparse products)
+        Ps, st = propagation_submatrices(graph.S, labeled, alphas, tol=tol, maxiter=maxiter, dtype=dtype)
+        for i in missing:
+            found[i] = {"P": Ps[i], "seconds": np.array(st["seconds"] / len(missing)),
                         "iterations": np.array(st["iterations"]), "residual": np.array(st["residual"])}
             if cache is not None:
                 cache.store("pll", key(alphas[i]), found[i])
