@@ -155,6 +155,25 @@ def cg_update(X, R, P, AP, step, bounds, dots, weight, rmax):  # pragma: no cove
 
 
 @njit(parallel=True, cache=True, nogil=True)
+def residual_update(R, AP, step, bounds, dots):  # pragma: no cover - jitted
+    """``R -= step AP`` (step per column) and ``dots[t, :]`` the column sums of ``R * R`` over chunk t:
+    :func:`cg_update` without X, for multi-shift CG, whose base system needs no iterate."""
+    nch = bounds.size - 1
+    c = R.shape[1]
+    for t in prange(nch):
+        acc = np.zeros(c)
+        for i in range(bounds[t], bounds[t + 1]):
+            r = R[i]
+            ap = AP[i]
+            for q in range(c):
+                rq = r[q] - ap[q] * step[q]
+                r[q] = rq
+                acc[q] += np.float64(rq) * np.float64(rq)
+        for q in range(c):
+            dots[t, q] = acc[q]
+
+
+@njit(parallel=True, cache=True, nogil=True)
 def direction_update(P, R, beta, bounds):  # pragma: no cover - jitted
     """``P = P * beta + R`` (beta per column)."""
     nch = bounds.size - 1

@@ -160,6 +160,7 @@ def multishift_cg(
     *,
     tol: float = 1e-6,
     maxiter: int = 10_000,
+    fused: bool = False,
 ) -> tuple[list[np.ndarray], int, float]:
     """Solve ``(I - alpha_k S) X_k = B`` for every ``alpha_k`` from one Krylov space, returning ``select(X_k)``.
 
@@ -180,6 +181,9 @@ def multishift_cg(
     ``tol`` (relative, per column) stops every shift there too. Columns are independent (their own
     scalars). ``select`` must pick entries of an (n, ncols) array (a row/element selection, no mixing).
     Generic over B's array module (numpy or cupy with S of the same device; the results stay there).
+    ``fused``: the base recursion on the fused kernels of :mod:`lgcexp.kernels` (a CPU CSR S with sorted
+    indices, as :func:`rcm_reordered` gives; three passes per iteration, the column sums in float64 per row
+    chunk), the same recursion with another rounding.
     Returns (list of selected X_k in the order of ``alphas``, iterations, worst base relative residual).
     """
     B, dt, _ = as_columns(B)
@@ -187,7 +191,6 @@ def multishift_cg(
     alphas = np.asarray(alphas, dtype=np.float64).ravel()
     a0 = float(alphas.max())
     tau = xp.asarray((a0 / alphas - 1.0)[:, None])          # (K, 1)
-    matvec = shifted_operator(S, a0)
     K = alphas.size
     R = B.copy()
     P = R.copy()
@@ -198,44 +201,88 @@ def multishift_cg(
     sel_r = select(R)
     Xs = xp.zeros((K,) + sel_r.shape, dtype=np.float64)
     Ps = xp.repeat(sel_r[None].astype(np.float64), K, axis=0)  # p^tau_0 = r_0
-    z_prev = xp.ones((K, ncol))
-    z_cur = xp.ones((K, ncol))
-    a_prev = xp.ones(ncol)
-    b_prev = xp.zeros(ncol)
     bshape = (K,) + (1,) * (sel_r.ndim - 1) + (ncol,)
-    it = 0
-    worst = _top(xp.sqrt(rho) / bnorm)
-    while worst > tol:
-        if it >= maxiter:
-            not_converged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
-                          f"(residual {worst:.2e})")
-            break
-        AP = matvec(P)
-        pAp = xp.einsum("ij,ij->j", P, AP).astype(np.float64)
-        a = xp.where(pAp > 0, rho / xp.where(pAp > 0, pAp, 1.0), 0.0)
-        AP *= a.astype(dt)
-        R -= AP
-        rho_new = xp.einsum("ij,ij->j", R, R).astype(np.float64)
-        b = xp.where(rho > 0, rho_new / xp.where(rho > 0, rho, 1.0), 0.0)
-        # shifted scalars
+    shifts = {"z_prev": xp.ones((K, ncol)), "z_cur": xp.ones((K, ncol)), "a_prev": xp.ones(ncol),
+              "b_prev": xp.zeros(ncol)}
+
+    def shifted_update(a, b, R_sel) -> None:
+        """The shifted systems' step from the base step sizes a, b and the new base residual's entries."""
+        z_prev, z_cur, a_prev, b_prev = shifts["z_prev"], shifts["z_cur"], shifts["a_prev"], shifts["b_prev"]
         den = a_prev * z_prev * (1.0 + tau * a) + a * b_prev * (z_prev - z_cur)
         num = z_cur * z_prev * a_prev
         z_next = xp.where(den != 0, num / xp.where(den != 0, den, 1.0), z_cur)
         ratio = xp.where(z_cur != 0, z_next / xp.where(z_cur != 0, z_cur, 1.0), 0.0)
         a_s = a * ratio                                     # (K, ncol)
         b_s = ratio ** 2 * b
-        Xs += a_s.reshape(bshape) * Ps
-        Ps *= b_s.reshape(bshape)
-        Ps += z_next.reshape(bshape) * select(R)[None]
-        P *= b.astype(dt)
-        P += R
-        z_prev, z_cur = z_cur, z_next
-        a_prev, b_prev, rho = a, b, rho_new
-        it += 1
+        Xs[...] += a_s.reshape(bshape) * Ps
+        Ps[...] *= b_s.reshape(bshape)
+        Ps[...] += z_next.reshape(bshape) * R_sel[None]
+        shifts.update(z_prev=z_cur, z_cur=z_next, a_prev=a, b_prev=b)
+
+    if fused:
+        it, worst = _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol, maxiter)
+    else:
+        matvec = shifted_operator(S, a0)
+        it = 0
         worst = _top(xp.sqrt(rho) / bnorm)
+        while worst > tol:
+            if it >= maxiter:
+                _multishift_not_converged(tol, maxiter, worst)
+                break
+            AP = matvec(P)
+            pAp = xp.einsum("ij,ij->j", P, AP).astype(np.float64)
+            a = xp.where(pAp > 0, rho / xp.where(pAp > 0, pAp, 1.0), 0.0)
+            AP *= a.astype(dt)
+            R -= AP
+            rho_new = xp.einsum("ij,ij->j", R, R).astype(np.float64)
+            b = xp.where(rho > 0, rho_new / xp.where(rho > 0, rho, 1.0), 0.0)
+            shifted_update(a, b, select(R))
+            P *= b.astype(dt)
+            P += R
+            rho = rho_new
+            it += 1
+            worst = _top(xp.sqrt(rho) / bnorm)
     # undo the scaling: X_k = (a0 / alpha_k) Y_k
     out = [Xs[k] * float(a0 / alphas[k]) for k in range(K)]
     return out, it, worst
+
+
+def _multishift_not_converged(tol: float, maxiter: int, worst: float) -> None:
+    not_converged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                  f"(residual {worst:.2e})")
+
+
+def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol, maxiter) -> tuple[int, float]:
+    """The base recursion of :func:`multishift_cg` on the fused kernels: per iteration the product with
+    its dot products, ``R -= a AP`` with R's norms, ``P = b P + R``; R and P updated in place."""
+    from .kernels import direction_update, parallel_section, residual_update
+
+    dt = R.dtype
+    data = S.data if S.data.dtype == dt else S.data.astype(dt)
+    bounds = _row_chunks(S)
+    dots = np.zeros((bounds.size - 1, R.shape[1]))
+    AP = np.empty_like(R)
+    neg_a0 = np.array([-a0], dtype=dt)
+    product = _product(R.shape[1], dt)
+    it = 0
+    worst = _top(np.sqrt(rho) / bnorm)
+    with parallel_section():
+        while worst > tol:
+            if it >= maxiter:
+                _multishift_not_converged(tol, maxiter, worst)
+                break
+            product(S.indptr, S.indices, data, P, neg_a0, AP, bounds, dots)
+            pAp = dots.sum(axis=0)
+            a = np.where(pAp > 0, rho / np.where(pAp > 0, pAp, 1.0), 0.0)
+            residual_update(R, AP, a.astype(dt), bounds, dots)
+            rho_new = dots.sum(axis=0)
+            b = np.where(rho > 0, rho_new / np.where(rho > 0, rho, 1.0), 0.0)
+            shifted_update(a, b, select(R))
+            direction_update(P, R, b.astype(dt), bounds)
+            rho = rho_new
+            it += 1
+            worst = _top(np.sqrt(rho) / bnorm)
+    return it, worst
 
 
 # ----------------------------------------------------------------------------------------------------------

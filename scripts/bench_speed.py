@@ -24,11 +24,16 @@
    numpy/scipy (``LGCEXP_FUSED=0``), fused float64 (the default) and mixed precision
    (``LGCEXP_FUSED_FLOAT32=1``: float32 iterations, float64 residual and certificate), argmax compared on
    label seeds 0, 7, 13.
+5. P_LL on that graph (issue 24), the MNIST table's: 100 labels of seed 0, float32, tol 1e-6, one thread (as
+   in a sweep worker): one alpha (0.9, LGC's label judgement) by ``block_cg`` and on the fused kernels, and
+   the four alphas of ``algo=auto`` (x = 2, 4, 8, 16) by multi-shift CG with the numpy and with the fused
+   base recursion; the largest entrywise difference of each pair relative to P_LL's largest entry.
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
     python scripts/bench_speed.py [--quick]     # writes results/bench/speed.json and speed.md
     python scripts/bench_speed.py --only cg_iteration   # section 4 only (speed_cg_iteration.json/.md)
+    python scripts/bench_speed.py --only pll            # section 5 only
     python scripts/bench.py --only speed        # the same as a section of bench.json
 
 ``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
@@ -378,13 +383,53 @@ def cg_iteration(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration")
+def pll(quick: bool) -> dict:
+    from unittest import mock
+
+    from lgcexp import linalg
+    from lgcexp.algorithms.auto import alpha_of_x
+    from lgcexp.algorithms.propagation import propagation_submatrices, propagation_submatrix
+
+    _, splits, g = _graph_and_labels("isolet" if quick else "mnist")
+    labeled = splits[0].labeled
+    alphas = alpha_of_x(np.array([2.0, 4.0, 8.0, 16.0]))
+    out: dict = {"n": g.n, "labels": int(labeled.size), "alphas": len(alphas)}
+    threads = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        results = {}
+        for path in ("plain", "fused"):
+            with mock.patch.object(linalg, "FUSED_MIN_ENTRIES", 1 if path == "fused" else 1 << 62):
+                propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32")     # warm: kernels, RCM
+                (P, st), w, c = _timed(lambda: propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32"), 2)
+                out[f"one_alpha_{path}_s"], out[f"one_alpha_{path}_cpu_s"] = w, c
+                out[f"one_alpha_{path}_iterations"] = st["iterations"]
+                (Ps, st), w, c = _timed(lambda: propagation_submatrices(g.S, labeled, alphas, tol=1e-6,
+                                                                        dtype="float32"), 2)
+                out[f"multishift_{path}_s"], out[f"multishift_{path}_cpu_s"] = w, c
+                out[f"multishift_{path}_iterations"] = st["iterations"]
+                results[path] = (P, Ps)
+    finally:
+        if threads is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = threads
+    (P0, Ps0), (P1, Ps1) = results["plain"], results["fused"]
+    out["one_alpha_max_rel_diff"] = float(np.abs(P0 - P1).max() / np.abs(P0).max())
+    out["multishift_max_rel_diff"] = float(max(np.abs(a - b).max() / np.abs(a).max() for a, b in zip(Ps0, Ps1)))
+    out["one_alpha_speedup"] = out["one_alpha_plain_s"] / out["one_alpha_fused_s"]
+    out["multishift_speedup"] = out["multishift_plain_s"] / out["multishift_fused_s"]
+    return out
+
+
+SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll")
 
 
 def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     out = {"loadavg_start": os.getloadavg()[0]}
     fns = {"startup": lambda: startup(), "compiled_step": lambda: compiled_step(quick),
-           "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick)}
+           "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick),
+           "pll": lambda: pll(quick)}
     for name, fn in ((k, fns[k]) for k in SECTIONS if k in only):
         print(f"[speed] {name} ...", flush=True)
         for k, v in fn().items():

@@ -254,3 +254,27 @@ def test_exact_loo_refuses_gradient_search():
     with pytest.raises(UserError) as e:
         make_algorithm("autoD", {"loo": "exact", "search": "gradient"})
     assert "algo.params.search=gradient is not allowed with algo.params.loo=exact" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype,tol,atol", [("float64", 1e-11, 1e-9), ("float32", 1e-6, 2e-6)])
+def test_multishift_on_the_fused_kernels_equals_the_numpy_recursion(monkeypatch, dtype, tol, atol):
+    """Large graphs (MNIST) run multi-shift CG's base recursion on the fused kernels: the numpy recursion's
+    P_LL to round-off, the dense inverse's to the tolerance, at every alpha, whole blocks and diagonals."""
+    pytest.importorskip("numba")
+    from lgcexp import linalg
+    from lgcexp.algorithms.propagation import pll_path
+
+    g, labeled, _, _ = problem()
+    alphas = alpha_of_x(XS)
+    plain, st_plain = propagation_submatrices(g.S, labeled, alphas, tol=tol, dtype=dtype)
+    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    assert pll_path(g.S, labeled.size) == "fused"
+    fused, st = propagation_submatrices(g.S, labeled, alphas, tol=tol, dtype=dtype)
+    diag, _ = propagation_submatrices(g.S, labeled, alphas, tol=tol, dtype=dtype, diagonal_only=True, scale=False)
+    assert st["path"] == "multishift-fused" and st_plain["path"] == "multishift" and st["residual"] <= tol
+    assert abs(st["iterations"] - st_plain["iterations"]) <= 1
+    for a, P, Q, D in zip(alphas, fused, plain, diag):
+        dense = dense_P(g, a)[np.ix_(labeled, labeled)]
+        np.testing.assert_allclose(P, (1 - a) * dense, atol=atol * dense.max(), rtol=0)
+        np.testing.assert_allclose(P, Q, atol=atol * dense.max(), rtol=0)
+        np.testing.assert_allclose(D, np.diag(dense), atol=atol * dense.max(), rtol=0)

@@ -74,9 +74,9 @@ def test_pll_on_the_fused_kernels_against_dense_inverse_and_plain_cg(monkeypatch
     plain, st_plain = propagation_submatrix(g.S, labeled, ALPHA, tol=tol, dtype=dtype)
     cache = Cache(tmp_path)
     cached_propagation_submatrix(g, labeled, ALPHA, cache=cache, tol=tol, dtype=dtype)
-    assert pll_path(g.n, labeled.size) == "cg" and st_plain["path"] == "cg"
+    assert pll_path(g.S, labeled.size) == "cg" and st_plain["path"] == "cg"
     monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
-    assert pll_path(g.n, labeled.size) == "fused"
+    assert pll_path(g.S, labeled.size) == "fused"
     P, st = propagation_submatrix(g.S, labeled, ALPHA, tol=tol, dtype=dtype)
     assert st["path"] == "fused" and st["block"] == 32 and st["residual"] <= tol
     np.testing.assert_allclose(P, ref, atol=atol * ref.max(), rtol=0)

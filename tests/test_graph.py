@@ -95,3 +95,22 @@ def test_openblas_coretype_from_cpu_flags(tmp_path):
     assert openblas_coretype(cpu("fpu sse2 avx avx2 fma avx512f")) == "Haswell"   # partial AVX-512
     assert openblas_coretype(cpu("fpu sse2 avx")) is None
     assert openblas_coretype(str(tmp_path / "missing")) is None
+
+
+def test_components_are_computed_once_per_graph_and_read_only(monkeypatch):
+    """A sweep worker's memoised graph answers every job's component count and unreached mask from one
+    connected-components pass; the shared labelling cannot be changed by a caller."""
+    import scipy.sparse.csgraph as csgraph
+    from conftest import random_graph
+
+    g, _ = random_graph(80, 3, seed=5)
+    calls = []
+    real = csgraph.connected_components
+    monkeypatch.setattr(csgraph, "connected_components", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = g.components()
+    assert g.n_components() == first[0] and g.unreached_mask(np.array([0])).shape == (80,)
+    assert len(calls) == 1
+    n_ref, comp_ref = real(g.W, directed=False)
+    assert first[0] == n_ref and np.array_equal(first[1], comp_ref)
+    with pytest.raises(ValueError):
+        first[1][0] = 7

@@ -59,15 +59,17 @@ _BLOCK_BYTES = 1 << 22
 FUSED_PLL_COLUMNS = 32
 
 
-def pll_path(n: int, l: int, solver: str = "cg", xp: Any = None) -> str:
-    """How a one-alpha P_LL of l labels on an n-point graph is solved: ``"fused"``
+def pll_path(S, l: int, solver: str = "cg", xp: Any = None) -> str:
+    """How a P_LL of l labels on the graph of ``S`` is solved: ``"fused"``
     (:func:`lgcexp.linalg.fused_shifted_cg`, 32 columns a block) where the fused kernels serve a block of that
     size on the CPU (MNIST: 70,000 x 32), else ``"cg"`` (:func:`lgcexp.linalg.block_cg`) or the solver's name.
-    The two CG paths agree to round-off, not bit for bit (the column sums are taken in another order), so the
-    path is part of the cache key."""
+    Several alphas at once take multi-shift CG, whose base recursion runs on the same kernels under the same
+    rule (:func:`lgcexp.linalg.multishift_cg` with ``fused``). The kernel and numpy paths agree to round-off,
+    not bit for bit (the column sums are taken in another order), so the path is part of the cache key."""
+    n = S.shape[0]
     if xp is None:
         xp = solve_module(n * min(l, 32))
-    if solver != "cg" or xp is not np:
+    if solver != "cg" or xp is not np or not sp.issparse(S):
         return solver
     return "fused" if fused_available(n * FUSED_PLL_COLUMNS) else "cg"
 
@@ -151,7 +153,7 @@ def propagation_submatrix(
         xp = solve_module(n * min(l, 32))
     if solver != "cg":
         xp = np
-    fused = pll_path(n, l, solver, xp) == "fused"
+    fused = pll_path(S, l, solver, xp) == "fused"
     if fused and block is None:
         block = FUSED_PLL_COLUMNS
     Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
@@ -226,6 +228,9 @@ def propagation_submatrices(
     dt = np.dtype(dtype)
     if xp is None:
         xp = solve_module(n * min(l, 32))
+    fused = pll_path(S, l, "cg", xp) == "fused"
+    if fused and block is None:
+        block = FUSED_PLL_COLUMNS
     Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
     rows_x = xp.asarray(rows)
     out = [np.zeros(l) if diagonal_only else np.zeros((l, l)) for _ in alphas]
@@ -236,7 +241,7 @@ def propagation_submatrices(
         r_c = xp.asarray(rows[cols])
         E[r_c, xp.arange(cols.size)] = 1.0
         pick = (lambda M, r=r_c: M[r, xp.arange(r.size)]) if diagonal_only else (lambda M: M[rows_x])
-        Xs, it, rel = multishift_cg(Sd, E, alphas, pick, tol=tol, maxiter=maxiter)
+        Xs, it, rel = multishift_cg(Sd, E, alphas, pick, tol=tol, maxiter=maxiter, fused=fused)
         Xs = [to_host(X) for X in Xs]
         iters, resid = max(iters, it), max(resid, rel)
         for k, X in enumerate(Xs):
@@ -248,7 +253,8 @@ def propagation_submatrices(
         if scale:
             out[k] *= 1.0 - a
         np.maximum(out[k], 0.0, out=out[k])
-    stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block}
+    stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block,
+             "path": "multishift-fused" if fused else "multishift"}
     return out, stats
 
 
@@ -283,14 +289,16 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     l = labeled.size
     lab_hash = hashlib.sha256(labeled.tobytes()).hexdigest()
     multi = len(alphas) > 1 and solver == "cg"
-    path = "multishift" if multi else pll_path(graph.S.shape[0], l, solver)
+    path = pll_path(graph.S, l, solver)
+    if multi:
+        path = "multishift-fused" if path == "fused" else "multishift"
 
     def key(a: float) -> str:
         fields = {"graph": graph.key, "labeled": lab_hash, "alpha": a, "solver": solver, "tol": tol, "t": t,
                   "dtype": dtype, "v": 1}
         if path == "fused":                     # the plain one-alpha CG keeps the keys of earlier versions
             fields["path"] = path
-        elif path == "multishift":              # an entry of one set of shifts (the largest sets the rounding)
+        elif multi:                             # an entry of one set of shifts (the largest sets the rounding)
             fields["path"], fields["shifts"] = path, sorted(alphas)
         return stable_hash(fields)
 
