@@ -171,12 +171,11 @@ def propagation_submatrix(
             cols = np.arange(s0, min(l, s0 + block))
             E = xp.zeros((n, cols.size), dtype=dt)
             E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
-            if fused:
-                X, it, rel = fused_shifted_cg(Sd, alpha, E, tol=tol, maxiter=maxiter)
-                X *= 1.0 - alpha
-                iters, resid = max(iters, it), max(resid, rel)
-            elif solver == "cg":
-                X, it, rel = block_cg(shifted_operator(Sd, alpha), E, tol=tol, maxiter=maxiter)
+            if solver == "cg":
+                if fused:
+                    X, it, rel = fused_shifted_cg(Sd, alpha, E, tol=tol, maxiter=maxiter)
+                else:
+                    X, it, rel = block_cg(shifted_operator(Sd, alpha), E, tol=tol, maxiter=maxiter)
                 X *= 1.0 - alpha
                 iters, resid = max(iters, it), max(resid, rel)
             else:
