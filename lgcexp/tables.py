@@ -154,8 +154,34 @@ def run_setting(r: dict[str, Any]) -> str | None:
     config = r.get("config")
     if not isinstance(config, dict):
         return None
-    flat = {k: v for k, v in flat_config(_canonical(config)).items() if k not in CELL_KEYS}
+    flat = flat_config(_canonical(config))
+    scheduled = _set_by_noise_table(flat)
+    flat = {k: v for k, v in flat.items() if k not in CELL_KEYS and k not in scheduled}
     return json.dumps(flat, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _set_by_noise_table(flat: dict[str, Any]) -> set[str]:
+    """The keys ``algo.params.X`` whose value is the run's entry of the config's own per-noise-rate table
+    ``algo.X_by_noise`` (SIIS's lambda1 of Gong et al., conf/algo/siis.yaml): a protocol that varies with the
+    cell's noise rate, told apart by the table (which stays in the setting), not by its value at each rate.
+    A value set otherwise (``algo.params.lambda1=300``) stays in the setting."""
+    rate = flat.get("noise.rate")
+    if rate is None:
+        return set()
+    out = set()
+    for key, value in flat.items():
+        if not key.startswith("algo.params."):
+            continue
+        prefix = f"algo.{key[len('algo.params.'):]}_by_noise."
+        for entry, scheduled in flat.items():
+            if not entry.startswith(prefix) or scheduled != value:
+                continue
+            try:
+                if float(entry[len(prefix):]) == float(rate):
+                    out.add(key)
+            except ValueError:
+                pass
+    return out
 
 
 def _short_key(key: str) -> str:

@@ -144,3 +144,21 @@ def test_committed_tables_render_unchanged(tmp_path):
     assert len(committed) == 6 * 3 + 1  # ISOLET uniform + pairwise, MNIST: 6 tables in 3 formats
     for path in committed:
         assert (out / path.name).read_text() == path.read_text(), path.name
+
+
+def test_a_per_noise_protocol_is_one_method_and_an_override_is_another():
+    """SIIS's lambda1 comes from the config's own per-noise table (Gong et al.'s protocol): its runs at every
+    noise rate are one column, 'SIIS', as in the committed tables; a lambda1 set by hand is told apart."""
+    table = {"0": 1.0e5, "0.0": 1.0e5, "0.2": 100.0, "0.4": 100.0}
+
+    def run(rate, lam, seed=0):
+        cfg = {"seed": seed, "noise": {"name": "uniform", "rate": rate},
+               "algo": {"name": "siis", "lambda1_by_noise": table, "params": {"lambda1": lam, "m": 300}}}
+        return {"dataset": "isolet", "method": "SIIS", "noise": "uniform", "noise_rate": rate, "seed": seed,
+                "acc_unlabeled": 0.8, "acc_labeled": 0.9, "setting": run_setting({"config": cfg})}
+
+    protocol = [run(0.0, 1.0e5), run(0.2, 100.0), run(0.4, 100.0, seed=1)]
+    names = label_methods(pd.DataFrame(protocol))["method"].tolist()
+    assert names == ["SIIS"] * 3
+    names = label_methods(pd.DataFrame(protocol + [run(0.2, 300.0)]))["method"].tolist()
+    assert names[3] == "SIIS [lambda1=300]" and len(set(names[:3])) == 1 and names[0] != names[3]
