@@ -126,23 +126,23 @@ def shifted_product_dot(indptr, indices, data, P, neg_alpha, AP, bounds, dots): 
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def cg_update(X, R, P, AP, step, bounds, dots, weight, rmax):  # pragma: no cover - jitted
-    """``X += step P``, ``R -= step AP`` (step per column); ``dots[t, :]`` the column sums of ``R * R`` over
-    chunk t, ``rmax[t]`` the largest ``max_c |R_ic| * weight_i`` there (0 when ``weight`` is empty)."""
+def residual_update(R, AP, step, bounds, dots, weight, rmax):  # pragma: no cover - jitted
+    """``R -= step AP`` (step per column); ``dots[t, :]`` the column sums of ``R * R`` over chunk t,
+    ``rmax[t]`` the largest ``max_c |R_ic| * weight_i`` there (0 when ``weight`` is empty). CG's updates
+    are this pass and :func:`step_update` (eight n x c array reads and writes per iteration: ``X += step P``
+    waits for the direction pass, so P is read once); multi-shift CG's base recursion, which needs no
+    iterate, uses this one with :func:`direction_update`."""
     nch = bounds.size - 1
-    c = P.shape[1]
+    c = R.shape[1]
     use_w = weight.size > 0
     for t in prange(nch):
         acc = np.zeros(c)
         m = 0.0
         for i in range(bounds[t], bounds[t + 1]):
-            x = X[i]
             r = R[i]
-            p = P[i]
             ap = AP[i]
             ri = 0.0
             for q in range(c):
-                x[q] += p[q] * step[q]
                 rq = r[q] - ap[q] * step[q]
                 r[q] = rq
                 acc[q] += np.float64(rq) * np.float64(rq)
@@ -155,22 +155,21 @@ def cg_update(X, R, P, AP, step, bounds, dots, weight, rmax):  # pragma: no cove
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def residual_update(R, AP, step, bounds, dots):  # pragma: no cover - jitted
-    """``R -= step AP`` (step per column) and ``dots[t, :]`` the column sums of ``R * R`` over chunk t:
-    :func:`cg_update` without X, for multi-shift CG, whose base system needs no iterate."""
+def step_update(X, P, R, step, beta, bounds):  # pragma: no cover - jitted
+    """``X += step P``, then ``P = P * beta + R`` (per column), one pass; each the same operation as numpy's
+    ``X += P * step`` and ``P = P * beta + R`` (no fused multiply-add), so X and P are those of separate
+    passes bit for bit."""
     nch = bounds.size - 1
-    c = R.shape[1]
+    c = P.shape[1]
     for t in prange(nch):
-        acc = np.zeros(c)
         for i in range(bounds[t], bounds[t + 1]):
+            x = X[i]
+            p = P[i]
             r = R[i]
-            ap = AP[i]
             for q in range(c):
-                rq = r[q] - ap[q] * step[q]
-                r[q] = rq
-                acc[q] += np.float64(rq) * np.float64(rq)
-        for q in range(c):
-            dots[t, q] = acc[q]
+                pq = p[q]
+                x[q] += pq * step[q]
+                p[q] = pq * beta[q] + r[q]
 
 
 @njit(parallel=True, cache=True, nogil=True)

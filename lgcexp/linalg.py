@@ -261,6 +261,8 @@ def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol,
     data = S.data if S.data.dtype == dt else S.data.astype(dt)
     bounds = _row_chunks(S)
     dots = np.zeros((bounds.size - 1, R.shape[1]))
+    rmax = np.zeros(bounds.size - 1)
+    no_weight = np.zeros(0)
     AP = np.empty_like(R)
     neg_a0 = np.array([-a0], dtype=dt)
     product = _product(R.shape[1], dt)
@@ -274,7 +276,7 @@ def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol,
             product(S.indptr, S.indices, data, P, neg_a0, AP, bounds, dots)
             pAp = dots.sum(axis=0)
             a = np.where(pAp > 0, rho / np.where(pAp > 0, pAp, 1.0), 0.0)
-            residual_update(R, AP, a.astype(dt), bounds, dots)
+            residual_update(R, AP, a.astype(dt), bounds, dots, no_weight, rmax)
             rho_new = dots.sum(axis=0)
             b = np.where(rho > 0, rho_new / np.where(rho > 0, rho, 1.0), 0.0)
             shifted_update(a, b, select(R))
@@ -538,7 +540,7 @@ def fused_shifted_cg(
 
 def _fused_loop(shifted_product_dot, indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds,
                 dots, rmax, weight, dt, tol, maxiter, certify, certify_below):
-    from .kernels import cg_update, direction_update
+    from .kernels import residual_update, step_update
 
     while worst > tol:
         if it >= maxiter:
@@ -548,11 +550,11 @@ def _fused_loop(shifted_product_dot, indptr, indices, data, B, X, R, P, AP, bnor
         shifted_product_dot(indptr, indices, data, P, neg_alpha, AP, bounds, dots)
         pAp = dots.sum(axis=0)
         step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
-        cg_update(X, R, P, AP, step, bounds, dots, weight, rmax)
+        residual_update(R, AP, step, bounds, dots, weight, rmax)
         rz_new = dots.sum(axis=0)
         beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0).astype(dt)
         rz = rz_new
-        direction_update(P, R, beta, bounds)
+        step_update(X, P, R, step, beta, bounds)      # X with this step's (old) P, then the new direction
         it += 1
         worst = _top(np.sqrt(rz) / bnorm)
         if (certify is not None and tol < worst <= certify_below

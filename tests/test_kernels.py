@@ -39,6 +39,31 @@ def test_shifted_product_is_scipys_bit_for_bit_and_dots_agree(dtype, c):
     np.testing.assert_allclose(dots.sum(0), np.einsum("ij,ij->j", P.astype(float), ref.astype(float)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_update_passes_are_numpys_elementwise_operations_bit_for_bit(dtype):
+    """CG's two update passes: ``R -= step AP`` with R's column sums of squares and the weighted largest
+    entry per chunk, then ``X += step P`` and ``P = beta P + R``: numpy's operations bit for bit."""
+    rng = np.random.default_rng(1)
+    n, c = 500, 7
+    X, R, P, AP = (rng.standard_normal((n, c)).astype(dtype) for _ in range(4))
+    step, beta = (rng.random(c).astype(dtype) for _ in range(2))
+    weight = rng.random(n)
+    b = kernels.row_chunks(np.arange(0, 4 * n + 1, 4))
+    dots, rmax = np.zeros((b.size - 1, c)), np.zeros(b.size - 1)
+    R_ref = R - AP * step
+    X_ref = X + P * step
+    P_ref = P * beta + R_ref
+    kernels.residual_update(R, AP, step, b, dots, weight, rmax)
+    kernels.step_update(X, P, R, step, beta, b)
+    assert np.array_equal(R, R_ref) and np.array_equal(X, X_ref) and np.array_equal(P, P_ref)
+    R64 = R_ref.astype(np.float64)
+    np.testing.assert_allclose(dots.sum(0), (R64 ** 2).sum(0), rtol=1e-12)
+    scaled = np.abs(R64).max(axis=1) * weight
+    assert np.array_equal(rmax, [scaled[lo:hi].max(initial=0.0) for lo, hi in zip(b[:-1], b[1:])])
+    kernels.residual_update(R, AP, step, b, dots, np.zeros(0), rmax)
+    assert not rmax.any()                                    # no weight: no screen
+
+
 def test_row_chunks_cover_the_rows_in_order_with_equal_entries():
     g, _ = random_graph(300, 5, seed=1)
     b = kernels.row_chunks(g.S.indptr, 7)
