@@ -156,15 +156,23 @@ def run_setting(r: dict[str, Any]) -> str | None:
         return None
     flat = flat_config(_canonical(config))
     scheduled = _set_by_noise_table(flat)
-    flat = {k: v for k, v in flat.items() if k not in CELL_KEYS and k not in scheduled}
+    flat = {k: (BY_NOISE if k in scheduled else v) for k, v in flat.items() if k not in CELL_KEYS}
     return json.dumps(flat, sort_keys=True, separators=(",", ":"), default=str)
+
+
+#: a setting's value for a parameter read from the config's per-noise table (a column ``SIIS [lambda1=by_noise]``
+#: beside ``SIIS [lambda1=300]``, where both are in one table)
+BY_NOISE = "by_noise"
 
 
 def _set_by_noise_table(flat: dict[str, Any]) -> set[str]:
     """The keys ``algo.params.X`` whose value is the run's entry of the config's own per-noise-rate table
     ``algo.X_by_noise`` (SIIS's lambda1 of Gong et al., conf/algo/siis.yaml): a protocol that varies with the
-    cell's noise rate, told apart by the table (which stays in the setting), not by its value at each rate.
-    A value set otherwise (``algo.params.lambda1=300``) stays in the setting."""
+    cell's noise rate; the setting records it as :data:`BY_NOISE` (the table itself stays in the setting), not
+    as its value at each rate. A value set otherwise (``algo.params.lambda1=300``) stays as it is.
+    Limits: the recorded config cannot tell a hand-set value equal to the table's entry at that rate from
+    the table's (the effective configs are the same), and a rate missing from the table takes the yaml's
+    fallback (100), which the recorded config does not name: such runs keep their value."""
     rate = flat.get("noise.rate")
     if rate is None:
         return set()

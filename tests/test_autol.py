@@ -395,3 +395,34 @@ def test_pipeline_run_writes_detection_and_label_columns(tmp_path):
         assert col in labels.columns
     assert (labels["predicted"] == labels["corrected_label"]).all()
     assert r["acc_labeled"] > 0.8
+
+
+def test_pll_cache_entries_name_their_path(monkeypatch, tmp_path):
+    """P_LL entries carry the path that made them (pll_path): an entry under the key lgcexp used before the
+    paths were told apart (which multi-shift CG also wrote) is not read, and the fused path without a
+    specialised product (another float32 rounding) has its own name."""
+    import hashlib
+
+    pytest.importorskip("numba")
+    from lgcexp import kernels, linalg
+    from lgcexp.algorithms.propagation import cached_propagation_submatrix, pll_path
+    from lgcexp.cache import Cache, stable_hash
+
+    g, _ = random_graph(120, 5, seed=6)
+    labeled = np.arange(0, 120, 6)
+    cache = Cache(tmp_path)
+    old_key = stable_hash({"graph": g.key, "labeled": hashlib.sha256(labeled.astype(np.int64).tobytes()).hexdigest(),
+                           "alpha": ALPHA, "solver": "cg", "tol": 1e-6, "t": 1000, "dtype": "float32", "v": 1})
+    bogus = np.full((labeled.size, labeled.size), 0.5)
+    cache.store("pll", old_key, {"P": bogus, "seconds": np.array(0.0), "iterations": np.array(1),
+                                 "residual": np.array(0.0)})
+    P, st = cached_propagation_submatrix(g, labeled, ALPHA, cache=cache)
+    assert not st["cache_hit"] and not np.array_equal(P, bogus)
+    np.testing.assert_allclose(P, dense_pll(g, labeled), atol=1e-6 * P.max())
+    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    assert pll_path(g.S, labeled.size) == "fused"
+    monkeypatch.setattr(kernels, "specialised_product", lambda c, contract: None)
+    assert pll_path(g.S, labeled.size) == "fused-generic"
+    P2, st2 = cached_propagation_submatrix(g, labeled, ALPHA, cache=cache)
+    assert not st2["cache_hit"]
+    np.testing.assert_allclose(P2, P, atol=2e-6 * P.max())

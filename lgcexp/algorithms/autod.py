@@ -155,7 +155,8 @@ class ExactLOO:
                                             scale=False)
         Y = np.zeros((S.shape[0], self.Y_L.shape[1]), dtype=np.dtype(dtype))
         Y[labeled] = self.Y_L
-        Gs, it, rel = multishift_cg(S, Y, self.alphas, lambda M: M[labeled], tol=tol)
+        fused = st["path"].startswith("multishift-fused")     # G on the diagonals' recursion (pll_path's rule)
+        Gs, it, rel = multishift_cg(S, Y, self.alphas, lambda M: M[labeled], tol=tol, fused=fused)
         self.s = np.array(diags)                       # (A, l)
         self.G = np.array(Gs)                          # (A, l, c)
         self.stats = {"seconds": time.perf_counter() - t0, "iterations": max(st["iterations"], it),

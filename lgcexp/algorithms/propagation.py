@@ -59,19 +59,28 @@ _BLOCK_BYTES = 1 << 22
 FUSED_PLL_COLUMNS = 32
 
 
-def pll_path(S, l: int, solver: str = "cg", xp: Any = None) -> str:
-    """How a P_LL of l labels on the graph of ``S`` is solved: ``"fused"``
-    (:func:`lgcexp.linalg.fused_shifted_cg`, 32 columns a block) where the fused kernels serve a block of that
-    size on the CPU (MNIST: 70,000 x 32), else ``"cg"`` (:func:`lgcexp.linalg.block_cg`) or the solver's name.
-    Several alphas at once take multi-shift CG, whose base recursion runs on the same kernels under the same
-    rule (:func:`lgcexp.linalg.multishift_cg` with ``fused``). The kernel and numpy paths agree to round-off,
-    not bit for bit (the column sums are taken in another order), so the path is part of the cache key."""
+def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float32") -> str:
+    """How a P_LL of l labels on the graph of ``S`` is solved, the name its cache entries carry: ``"fused"``
+    (:func:`lgcexp.linalg.fused_shifted_cg`, 32 columns a block, the product specialised for the column
+    count) where the fused kernels serve a block of that size on the CPU (MNIST: 70,000 x 32), ``"fused-generic"``
+    there when no specialised product can be generated (no writable kernel directory: another float32
+    rounding), ``"gpu"`` (CuPy), else ``"cg"`` (:func:`lgcexp.linalg.block_cg`) or the solver's name (power
+    iteration). Several alphas at once take multi-shift CG, whose base recursion runs on the same kernels
+    under the same rule (:func:`lgcexp.linalg.multishift_cg` with ``fused``). The paths agree to round-off, not
+    bit for bit (the column sums are taken in another order), so the path is part of the cache key."""
     n = S.shape[0]
     if xp is None:
         xp = solve_module(n * min(l, 32))
-    if solver != "cg" or xp is not np or not sp.issparse(S):
+    if solver != "cg":
         return solver
-    return "fused" if fused_available(n * FUSED_PLL_COLUMNS) else "cg"
+    if xp is not np:
+        return "gpu"
+    if not sp.issparse(S) or not fused_available(n * FUSED_PLL_COLUMNS):
+        return "cg"
+    from .. import kernels
+
+    specialised = kernels.specialised_product(FUSED_PLL_COLUMNS, contract=np.dtype(dtype) == np.float32)
+    return "fused" if specialised is not None else "fused-generic"
 
 
 #: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it
@@ -135,8 +144,10 @@ def propagation_submatrix(
 
     ``solver='cg'`` solves the SPD system to a relative residual ``tol`` per column; ``solver='power'`` runs
     the authors' t-step recurrence. Right-hand sides are processed in blocks of ``block`` columns (default:
-    about 4 MiB of working set per array) so each block's vectors stay in cache; columns are independent,
-    so blocking changes no number. With ``reorder`` the graph is first renumbered by reverse Cuthill-McKee
+    about 4 MiB of working set per array; 32 on the fused path) so each block's vectors stay in cache. Each
+    column has its own CG scalars, but a block iterates until its worst column meets ``tol``, so the block
+    size moves a column's result within the tolerance (the block sizes are fixed by n, l and the path).
+    With ``reorder`` the graph is first renumbered by reverse Cuthill-McKee
     (P_LL does not depend on the numbering; only the summation order inside a row of S changes), which
     makes the sparse products several times faster on large graphs (MNIST). The exact ``P_LL`` is entrywise
     non-negative; CG round-off below ``tol``
@@ -153,7 +164,8 @@ def propagation_submatrix(
         xp = solve_module(n * min(l, 32))
     if solver != "cg":
         xp = np
-    fused = pll_path(S, l, solver, xp) == "fused"
+    path = pll_path(S, l, solver, xp, dtype)
+    fused = path.startswith("fused")
     if fused and block is None:
         block = FUSED_PLL_COLUMNS
     Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
@@ -190,7 +202,7 @@ def propagation_submatrix(
     if solver == "cg":
         np.maximum(P, 0.0, out=P)
     stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block,
-             "path": "fused" if fused else solver}
+             "path": path}
     return P, stats
 
 
@@ -227,7 +239,8 @@ def propagation_submatrices(
     dt = np.dtype(dtype)
     if xp is None:
         xp = solve_module(n * min(l, 32))
-    fused = pll_path(S, l, "cg", xp) == "fused"
+    path = pll_path(S, l, "cg", xp, dtype)
+    fused = path.startswith("fused")
     if fused and block is None:
         block = FUSED_PLL_COLUMNS
     Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
@@ -253,7 +266,7 @@ def propagation_submatrices(
             out[k] *= 1.0 - a
         np.maximum(out[k], 0.0, out=out[k])
     stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block,
-             "path": "multishift-fused" if fused else "multishift"}
+             "path": f"multishift-{path}"}
     return out, stats
 
 
@@ -276,7 +289,8 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     names), one for several (``solver='cg'``) by multi-shift CG, :func:`propagation_submatrices`, for
     all of them when any is missing. The paths meet the same per-column residual ``tol`` but differ in
     round-off (and multi-shift CG's with the set of alphas), so each path and set of alphas has its own cache
-    keys: a run's numbers never depend on which run filled the cache.
+    keys (:func:`pll_path`; entries of lgcexp before the paths were told apart are not read): a run's numbers
+    do not depend on which run filled the cache.
     Returns (list of P_LL in the order of ``alphas``, stats: ``seconds``, ``iterations``, ``residual``
     (worst over the alphas), ``cache_hits``)."""
     import hashlib
@@ -288,17 +302,17 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     l = labeled.size
     lab_hash = hashlib.sha256(labeled.tobytes()).hexdigest()
     multi = len(alphas) > 1 and solver == "cg"
-    path = pll_path(graph.S, l, solver)
+    path = pll_path(graph.S, l, solver, dtype=dtype)
     if multi:
-        path = "multishift-fused" if path == "fused" else "multishift"
+        path = f"multishift-{path}"
 
     def key(a: float) -> str:
         fields = {"graph": graph.key, "labeled": lab_hash, "alpha": a, "solver": solver, "tol": tol, "t": t,
                   "dtype": dtype, "v": 1}
-        if path == "fused":                     # the plain one-alpha CG keeps the keys of earlier versions
+        if solver == "cg":                      # the power iteration has one path: its keys stay as they were
             fields["path"] = path
-        elif multi:                             # an entry of one set of shifts (the largest sets the rounding)
-            fields["path"], fields["shifts"] = path, sorted(alphas)
+        if multi:                               # an entry of one set of shifts (the largest sets the rounding)
+            fields["shifts"] = sorted(alphas)
         return stable_hash(fields)
 
     def validate(arr: dict[str, np.ndarray]) -> str | None:
