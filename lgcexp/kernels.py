@@ -131,7 +131,7 @@ def residual_update(R, AP, step, bounds, dots, weight, rmax):  # pragma: no cove
     ``rmax[t]`` the largest ``max_c |R_ic| * weight_i`` there (0 when ``weight`` is empty). CG's updates
     are this pass and :func:`step_update` (eight n x c array reads and writes per iteration: ``X += step P``
     waits for the direction pass, so P is read once); multi-shift CG's base recursion, which needs no
-    iterate, uses this one with :func:`direction_update`."""
+    iterate, uses both without X."""
     nch = bounds.size - 1
     c = R.shape[1]
     use_w = weight.size > 0
@@ -158,29 +158,19 @@ def residual_update(R, AP, step, bounds, dots, weight, rmax):  # pragma: no cove
 def step_update(X, P, R, step, beta, bounds):  # pragma: no cover - jitted
     """``X += step P``, then ``P = P * beta + R`` (per column), one pass; each the same operation as numpy's
     ``X += P * step`` and ``P = P * beta + R`` (no fused multiply-add), so X and P are those of separate
-    passes bit for bit."""
+    passes bit for bit. ``X`` with no rows: the direction alone (multi-shift CG's base recursion has no
+    iterate; ``step`` is not read)."""
     nch = bounds.size - 1
     c = P.shape[1]
-    for t in prange(nch):
-        for i in range(bounds[t], bounds[t + 1]):
-            x = X[i]
-            p = P[i]
-            r = R[i]
-            for q in range(c):
-                pq = p[q]
-                x[q] += pq * step[q]
-                p[q] = pq * beta[q] + r[q]
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def direction_update(P, R, beta, bounds):  # pragma: no cover - jitted
-    """``P = P * beta + R`` (beta per column)."""
-    nch = bounds.size - 1
-    c = P.shape[1]
+    with_x = X.shape[0] > 0
     for t in prange(nch):
         for i in range(bounds[t], bounds[t + 1]):
             p = P[i]
             r = R[i]
+            if with_x:
+                x = X[i]
+                for q in range(c):
+                    x[q] += p[q] * step[q]
             for q in range(c):
                 p[q] = p[q] * beta[q] + r[q]
 

@@ -255,7 +255,7 @@ def _multishift_not_converged(tol: float, maxiter: int, worst: float) -> None:
 def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol, maxiter) -> tuple[int, float]:
     """The base recursion of :func:`multishift_cg` on the fused kernels: per iteration the product with
     its dot products, ``R -= a AP`` with R's norms, ``P = b P + R``; R and P updated in place."""
-    from .kernels import direction_update, parallel_section, residual_update
+    from .kernels import parallel_section, residual_update, step_update
 
     dt = R.dtype
     data = S.data if S.data.dtype == dt else S.data.astype(dt)
@@ -263,6 +263,7 @@ def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol,
     dots = np.zeros((bounds.size - 1, R.shape[1]))
     rmax = np.zeros(bounds.size - 1)
     no_weight = np.zeros(0)
+    no_iterate = np.zeros((0, R.shape[1]), dtype=dt)
     AP = np.empty_like(R)
     neg_a0 = np.array([-a0], dtype=dt)
     product = _product(R.shape[1], dt)
@@ -280,7 +281,8 @@ def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol,
             rho_new = dots.sum(axis=0)
             b = np.where(rho > 0, rho_new / np.where(rho > 0, rho, 1.0), 0.0)
             shifted_update(a, b, select(R))
-            direction_update(P, R, b.astype(dt), bounds)
+            b_dt = b.astype(dt)
+            step_update(no_iterate, P, R, b_dt, b_dt, bounds)
             rho = rho_new
             it += 1
             worst = _top(np.sqrt(rho) / bnorm)

@@ -62,6 +62,9 @@ def test_update_passes_are_numpys_elementwise_operations_bit_for_bit(dtype):
     assert np.array_equal(rmax, [scaled[lo:hi].max(initial=0.0) for lo, hi in zip(b[:-1], b[1:])])
     kernels.residual_update(R, AP, step, b, dots, np.zeros(0), rmax)
     assert not rmax.any()                                    # no weight: no screen
+    P_ref = P * beta + R
+    kernels.step_update(np.zeros((0, c), dtype=dtype), P, R, step, beta, b)   # no iterate: the direction alone
+    assert np.array_equal(P, P_ref)
 
 
 def test_row_chunks_cover_the_rows_in_order_with_equal_entries():
