@@ -220,14 +220,17 @@ def multishift_cg(
         shifts.update(z_prev=z_cur, z_cur=z_next, a_prev=a, b_prev=b)
 
     if fused:
-        it, worst = _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol, maxiter)
+        it, worst = _fused_iterations(S, a0, B, np.zeros((0, ncol), dtype=dt), R, P, rho, tol=tol, maxiter=maxiter,
+                                      on_step=lambda a, b: shifted_update(a, b, select(R)),
+                                      what="multi-shift conjugate gradient")
     else:
         matvec = shifted_operator(S, a0)
         it = 0
         worst = _top(xp.sqrt(rho) / bnorm)
         while worst > tol:
             if it >= maxiter:
-                _multishift_not_converged(tol, maxiter, worst)
+                not_converged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
+                              f"(residual {worst:.2e})")
                 break
             AP = matvec(P)
             pAp = xp.einsum("ij,ij->j", P, AP).astype(np.float64)
@@ -245,48 +248,6 @@ def multishift_cg(
     # undo the scaling: X_k = (a0 / alpha_k) Y_k
     out = [Xs[k] * float(a0 / alphas[k]) for k in range(K)]
     return out, it, worst
-
-
-def _multishift_not_converged(tol: float, maxiter: int, worst: float) -> None:
-    not_converged(f"multi-shift conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
-                  f"(residual {worst:.2e})")
-
-
-def _fused_multishift_loop(S, a0, R, P, rho, bnorm, select, shifted_update, tol, maxiter) -> tuple[int, float]:
-    """The base recursion of :func:`multishift_cg` on the fused kernels: per iteration the product with
-    its dot products, ``R -= a AP`` with R's norms, ``P = b P + R``; R and P updated in place."""
-    from .kernels import parallel_section, residual_update, step_update
-
-    dt = R.dtype
-    data = S.data if S.data.dtype == dt else S.data.astype(dt)
-    bounds = _row_chunks(S)
-    dots = np.zeros((bounds.size - 1, R.shape[1]))
-    rmax = np.zeros(bounds.size - 1)
-    no_weight = np.zeros(0)
-    no_iterate = np.zeros((0, R.shape[1]), dtype=dt)
-    AP = np.empty_like(R)
-    neg_a0 = np.array([-a0], dtype=dt)
-    product = _product(R.shape[1], dt)
-    it = 0
-    worst = _top(np.sqrt(rho) / bnorm)
-    with parallel_section():
-        while worst > tol:
-            if it >= maxiter:
-                _multishift_not_converged(tol, maxiter, worst)
-                break
-            product(S.indptr, S.indices, data, P, neg_a0, AP, bounds, dots)
-            pAp = dots.sum(axis=0)
-            a = np.where(pAp > 0, rho / np.where(pAp > 0, pAp, 1.0), 0.0)
-            residual_update(R, AP, a.astype(dt), bounds, dots, no_weight, rmax)
-            rho_new = dots.sum(axis=0)
-            b = np.where(rho > 0, rho_new / np.where(rho > 0, rho, 1.0), 0.0)
-            shifted_update(a, b, select(R))
-            b_dt = b.astype(dt)
-            step_update(no_iterate, P, R, b_dt, b_dt, bounds)
-            rho = rho_new
-            it += 1
-            worst = _top(np.sqrt(rho) / bnorm)
-    return it, worst
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -511,10 +472,30 @@ def fused_shifted_cg(
     :func:`rcm_reordered`'s), ``B`` an (n, c) float64 or float32 array. The certificate's screen comes
     from the update pass (no pass of its own). Returns (X, iterations, worst relative residual).
     """
-    from .kernels import parallel_section
-
     B, dt, squeeze = as_columns(B)
     B = np.ascontiguousarray(B)
+    X = np.zeros_like(B)
+    R = B.copy()
+    P = R.copy()
+    rz = np.einsum("ij,ij->j", R, R).astype(np.float64)
+    it, worst = _fused_iterations(S, alpha, B, X, R, P, rz, tol=tol, maxiter=maxiter, certify=certify,
+                                  certify_below=certify_below)
+    return (X[:, 0] if squeeze else X), it, worst
+
+
+def _fused_iterations(S, alpha: float, B: np.ndarray, X: np.ndarray, R: np.ndarray, P: np.ndarray, rz: np.ndarray, *,
+                      tol: float, maxiter: int, certify: ArgmaxCertificate | None = None, certify_below: float = 1e-3,
+                      on_step: Callable[[np.ndarray, np.ndarray], None] | None = None,
+                      what: str = "conjugate gradient") -> tuple[int, float]:
+    """The CG recursion on ``(I - alpha S)`` with the fused kernels, X, R and P updated in place from their
+    starting values (``rz``: R's column sums of squares): per iteration the product with its dot products,
+    ``R -= step AP`` with R's norms (and the certificate's screen), then ``X += step P`` and ``P = beta P + R``.
+    ``X`` with no rows: no iterate (multi-shift CG's base system, whose ``on_step(step, beta)`` hears the
+    float64 step sizes of every iteration before P moves on). Stops as :func:`fused_shifted_cg` says;
+    ``what`` names the method in the message at ``maxiter``. Returns (iterations, worst relative residual)."""
+    from .kernels import parallel_section, residual_update, step_update
+
+    dt = B.dtype
     data = S.data if S.data.dtype == dt else S.data.astype(dt)
     indptr, indices = S.indptr, S.indices
     bounds = _row_chunks(S)
@@ -524,49 +505,37 @@ def fused_shifted_cg(
     neg_alpha = np.array([-alpha], dtype=dt)
     weight = certify.screen_weight if certify is not None else None
     weight = np.zeros(0) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
-    X = np.zeros_like(B)
-    R = B.copy()
-    P = R.copy()
     AP = np.empty_like(B)
     bnorm = np.linalg.norm(B, axis=0)
     bnorm[bnorm == 0] = 1.0
-    rz = np.einsum("ij,ij->j", R, R).astype(np.float64)
+    product = _product(c, dt)
     it = 0
     worst = _top(np.sqrt(rz) / bnorm)
-    product = _product(c, dt)
     with parallel_section():
-        X, it, worst = _fused_loop(product, indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha,
-                                   bounds, dots, rmax, weight, dt, tol, maxiter, certify, certify_below)
-    return (X[:, 0] if squeeze else X), it, worst
-
-
-def _fused_loop(shifted_product_dot, indptr, indices, data, B, X, R, P, AP, bnorm, rz, worst, it, neg_alpha, bounds,
-                dots, rmax, weight, dt, tol, maxiter, certify, certify_below):
-    from .kernels import residual_update, step_update
-
-    while worst > tol:
-        if it >= maxiter:
-            not_converged(f"conjugate gradient did not reach tol={tol:g} in {maxiter} iterations "
-                          f"(residual {worst:.2e})")
-            break
-        shifted_product_dot(indptr, indices, data, P, neg_alpha, AP, bounds, dots)
-        pAp = dots.sum(axis=0)
-        step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(dt)
-        residual_update(R, AP, step, bounds, dots, weight, rmax)
-        rz_new = dots.sum(axis=0)
-        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0).astype(dt)
-        rz = rz_new
-        step_update(X, P, R, step, beta, bounds)      # X with this step's (old) P, then the new direction
-        it += 1
-        worst = _top(np.sqrt(rz) / bnorm)
-        if (certify is not None and tol < worst <= certify_below
-                and certify(X, R, float(rmax.max()) if weight.size else None)):
-            shifted_product_dot(indptr, indices, data, X, neg_alpha, AP, bounds, dots)
-            R_true = B - AP
-            if certify(X, R_true):
-                worst = _top(np.linalg.norm(R_true, axis=0) / bnorm)
+        while worst > tol:
+            if it >= maxiter:
+                not_converged(f"{what} did not reach tol={tol:g} in {maxiter} iterations (residual {worst:.2e})")
                 break
-    return X, it, worst
+            product(indptr, indices, data, P, neg_alpha, AP, bounds, dots)
+            pAp = dots.sum(axis=0)
+            step = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
+            residual_update(R, AP, step.astype(dt), bounds, dots, weight, rmax)
+            rz_new = dots.sum(axis=0)
+            beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
+            rz = rz_new
+            if on_step is not None:
+                on_step(step, beta)
+            step_update(X, P, R, step.astype(dt), beta.astype(dt), bounds)   # X with the old P, then the new P
+            it += 1
+            worst = _top(np.sqrt(rz) / bnorm)
+            if (certify is not None and tol < worst <= certify_below
+                    and certify(X, R, float(rmax.max()) if weight.size else None)):
+                product(indptr, indices, data, X, neg_alpha, AP, bounds, dots)
+                R_true = B - AP
+                if certify(X, R_true):
+                    worst = _top(np.linalg.norm(R_true, axis=0) / bnorm)
+                    break
+    return it, worst
 
 
 #: relative residual each float32 inner solve of :func:`mixed_shifted_cg` aims at when its certificate does
@@ -687,11 +656,11 @@ def shifted_solve(
     elif xp is not np:
         S = sparse_module(xp).csr_matrix(sp.csr_matrix(S, dtype=dt))
     certify = None
+    fused = xp is np and perm is not None and fused_available(B.size)
     if degree is not None and sp.issparse(S_host):
         deg = np.asarray(degree, dtype=np.float64)
-        fused = xp is np and perm is not None and fused_available(B.size)
         certify = ArgmaxCertificate(deg if perm is None else deg[perm], alpha, S_host, B, xp=xp, fused=fused)
-    if xp is np and perm is not None and fused_available(B.size):
+    if fused:
         if certify is not None and dt == np.float64 and mixed_enabled():
             S32, _ = rcm_reordered(S_given, np.float32)
             X, it, rel = mixed_shifted_cg(S, S32, alpha, B, certify, tol=tol, maxiter=maxiter)

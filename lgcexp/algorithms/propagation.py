@@ -99,9 +99,10 @@ def _power_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, t: int) -> np
 
 
 def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: int | None,
-                     reorder: bool, xp: Any = np) -> tuple[Any, np.ndarray, int]:
+                     reorder: bool, xp: Any = np, fused: bool = False) -> tuple[Any, np.ndarray, int]:
     """S in ``dt`` (renumbered by reverse Cuthill-McKee with ``reorder``), the labelled rows in that
-    numbering, and the number of right-hand sides per block (about 4 MiB of working set per array).
+    numbering, and the number of right-hand sides per block (about 4 MiB of working set per array; 32 with
+    ``fused``, the fused kernels' path).
     ``xp=cupy``: S as a cupyx.scipy.sparse CSR on the GPU (:func:`lgcexp.linalg.rcm_reordered`)."""
     n = S.shape[0]
     l = labeled.size
@@ -116,6 +117,8 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
         Sd, rows = sp.csr_matrix(S, dtype=dt), labeled
         if xp is not np:
             Sd = sparse_module(xp).csr_matrix(Sd)
+    if block is None and fused:   # the most columns of a specialised product (pll_path)
+        block = FUSED_PLL_COLUMNS
     if block is None and xp is not np:
         # a GPU wants wide blocks (one SpMM over many columns); about 256 MiB per array
         block = int(np.clip(_GPU_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 1024))
@@ -166,9 +169,7 @@ def propagation_submatrix(
         xp = np
     path = pll_path(S, l, solver, xp, dtype)
     fused = path.startswith("fused")
-    if fused and block is None:
-        block = FUSED_PLL_COLUMNS
-    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
+    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp, fused)
     rows_x = xp.asarray(rows)
     P = np.zeros((l, l))
     iters, resid = 0, 0.0
@@ -241,9 +242,7 @@ def propagation_submatrices(
         xp = solve_module(n * min(l, 32))
     path = pll_path(S, l, "cg", xp, dtype)
     fused = path.startswith("fused")
-    if fused and block is None:
-        block = FUSED_PLL_COLUMNS
-    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp)
+    Sd, rows, block = _prepare_columns(S, labeled, dt, block, reorder, xp, fused)
     rows_x = xp.asarray(rows)
     out = [np.zeros(l) if diagonal_only else np.zeros((l, l)) for _ in alphas]
     iters, resid = 0, 0.0
