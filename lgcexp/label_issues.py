@@ -36,7 +36,14 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported where a table is made: config checks (lgcexp.config) need none of it
     import pandas as pd
 
-from .out_of_fold import _standardize, fold_splits, mlp_epochs, oof_logistic_probs, oof_mlp_probs  # noqa: F401
+from .out_of_fold import (  # noqa: F401
+    _standardize,
+    fold_splits,
+    mlp_epochs,
+    oof_logistic_probs,
+    oof_mlp_probs,
+    out_of_fold_probs,
+)
 from .params import Boolean, Configurable, Interval, Options
 
 __all__ = [
@@ -249,25 +256,30 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
 
     y = np.asarray(y, dtype=np.int64)
     l = y.size
-    train = np.ones(l, dtype=bool) if train is None else np.asarray(train, dtype=bool)
     if model in ("logistic", "mlp"):
-        for tr, _ in fold_splits(y, n_classes, folds, seed):
-            if np.unique(y[tr[train[tr]]]).size < 2:
-                return None
         oof = oof_logistic_probs if model == "logistic" else oof_mlp_probs
-        return oof(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train)
+        return oof(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train, strict=True)
     Z = _standardize(X)
     if Z.shape[1] > MAX_FEATURES:
         from sklearn.decomposition import PCA
 
         Z = PCA(n_components=min(MAX_FEATURES, l), svd_solver="randomized", random_state=seed).fit_transform(Z)
-    out = np.zeros((l, int(n_classes)))
-    for tr, te in fold_splits(y, n_classes, folds, seed):
-        tr = tr[train[tr]]
-        if np.unique(y[tr]).size < 2:
-            return None
-        out[te] = shrinkage_lda(Z[tr], y[tr], Z[te], n_classes)
-    return out
+    return out_of_fold_probs(Z, y, n_classes, folds, seed, train, lambda n_train: _ShrinkageLDA(n_classes), strict=True)
+
+
+class _ShrinkageLDA:
+    """:func:`shrinkage_lda` as a model for :func:`lgcexp.out_of_fold.out_of_fold_probs`."""
+
+    def __init__(self, n_classes: int) -> None:
+        self.n_classes = int(n_classes)
+        self.classes_ = np.arange(self.n_classes)
+
+    def fit(self, Z: np.ndarray, y: np.ndarray) -> "_ShrinkageLDA":
+        self._Z, self._y = Z, y
+        return self
+
+    def predict_proba(self, Z: np.ndarray) -> np.ndarray:
+        return shrinkage_lda(self._Z, self._y, Z, self.n_classes)
 
 
 def combine_views(graph: np.ndarray, features: np.ndarray, floor: float = 1e-4) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fold_splits", "oof_logistic_probs", "oof_mlp_probs", "mlp_epochs", "network_inputs"]
+__all__ = ["fold_splits", "out_of_fold_probs", "oof_logistic_probs", "oof_mlp_probs", "mlp_epochs", "network_inputs"]
 
 
 def _standardize(X: np.ndarray) -> np.ndarray:
@@ -24,24 +24,28 @@ def _standardize(X: np.ndarray) -> np.ndarray:
 
 
 def oof_logistic_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50,
-                       C: float = 1.0, seed: int = 0, train: np.ndarray | None = None) -> np.ndarray:
+                       C: float = 1.0, seed: int = 0, train: np.ndarray | None = None,
+                       strict: bool = False) -> np.ndarray | None:
     """Out-of-fold class probabilities (l x c) of a multinomial logistic regression (scikit-learn, L2,
     ``C``) on the standardised features (first projected on ``pca`` principal axes, fitted on all rows
     given, when there are more features; 0: no projection); ``folds`` folds shuffled with ``seed``
     (:func:`fold_splits`), each fold's model fitted on the other folds' rows in ``train`` (default: all).
-    A class absent from a fold's training rows gets probability 0 there."""
+    A class absent from a fold's training rows gets probability 0 there. ``strict``: as in
+    :func:`out_of_fold_probs`."""
     from sklearn.linear_model import LogisticRegression
 
-    return _out_of_fold(_pca_axes(X, pca, seed), y, n_classes, folds, seed, train,
-                        lambda n_train: LogisticRegression(C=float(C), max_iter=1000))
+    return out_of_fold_probs(_pca_axes(X, pca, seed), y, n_classes, folds, seed, train,
+                             lambda n_train: LogisticRegression(C=float(C), max_iter=1000), strict=strict)
 
 
-def _out_of_fold(Z: np.ndarray, y: np.ndarray, n_classes: int, folds: int, seed: int, train: np.ndarray | None,
-                 make_model: Any) -> np.ndarray:
-    """Out-of-fold class probabilities (l x c) of the scikit-learn classifier ``make_model(n_train)`` on the
-    rows Z: on the folds of :func:`fold_splits`, each fold's model fitted on the other folds' rows in
-    ``train`` (default: all; its convergence warnings silenced); a fold whose training rows hold one class
-    gives that class probability 1, a class absent from a fold's training rows probability 0 there."""
+def out_of_fold_probs(Z: np.ndarray, y: np.ndarray, n_classes: int, folds: int, seed: int,
+                      train: np.ndarray | None, make_model: Any, *, strict: bool = False) -> np.ndarray | None:
+    """Out-of-fold class probabilities (l x c) of the scikit-learn-style classifier ``make_model(n_train)``
+    (``fit``, ``predict_proba``, ``classes_``) on the rows Z: on the folds of :func:`fold_splits`, each fold's
+    model fitted on the other folds' rows in ``train`` (default: all; its convergence warnings silenced); a
+    fold whose training rows hold one class gives that class probability 1, a class absent from a fold's
+    training rows probability 0 there. ``strict``: None instead where a fold's training rows hold fewer than
+    two classes (the label-issue views, which then do without that view)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -52,6 +56,8 @@ def _out_of_fold(Z: np.ndarray, y: np.ndarray, n_classes: int, folds: int, seed:
     for tr, te in fold_splits(y, n_classes, folds, int(seed)):
         tr = tr[train[tr]]
         present = np.unique(y[tr])
+        if present.size < 2 and strict:
+            return None
         if present.size < 2:
             out[te, present] = 1.0 / max(1, present.size)
             continue
@@ -114,7 +120,7 @@ def mlp_epochs(n_train: int, batch: int = MLP_BATCH) -> int:
 
 
 def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 5, pca: int = 50, seed: int = 0,
-                  train: np.ndarray | None = None) -> np.ndarray:
+                  train: np.ndarray | None = None, strict: bool = False) -> np.ndarray | None:
     """Out-of-fold class probabilities (l x c) of a small neural network, on the folds of
     :func:`oof_logistic_probs` (each fold's network trained on the other folds' rows in ``train``).
 
@@ -122,7 +128,8 @@ def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 
     own scale). Network (scikit-learn's ``MLPClassifier``): :data:`MLP_HIDDEN` ReLU units, softmax
     output, cross-entropy with L2 weight :data:`MLP_ALPHA`, Adam (learning rate 1e-3, batches of
     :data:`MLP_BATCH`) for :func:`mlp_epochs` epochs (it may stop earlier when the training loss stalls),
-    initialised with ``seed``. A class absent from a fold's training rows gets probability 0 there."""
+    initialised with ``seed``. A class absent from a fold's training rows gets probability 0 there.
+    ``strict``: as in :func:`out_of_fold_probs`."""
     from sklearn.neural_network import MLPClassifier
 
     def network(n_train: int) -> MLPClassifier:
@@ -130,7 +137,7 @@ def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 
         return MLPClassifier(hidden_layer_sizes=MLP_HIDDEN, alpha=MLP_ALPHA, batch_size=batch,
                              learning_rate_init=1e-3, max_iter=mlp_epochs(n_train, batch), random_state=int(seed))
 
-    return _out_of_fold(network_inputs(X, pca, seed), y, n_classes, folds, seed, train, network)
+    return out_of_fold_probs(network_inputs(X, pca, seed), y, n_classes, folds, seed, train, network, strict=strict)
 
 
 def fold_splits(y: np.ndarray, n_classes: int, folds: int, seed: int):
