@@ -22,6 +22,7 @@ from .devices import DEVICES
 from .errors import UserError
 from .labels import LABELS_PARAMETERS, check_label_count, label_protocol
 from .params import (
+    Array,
     Boolean,
     Interval,
     NoneValue,
@@ -30,6 +31,7 @@ from .params import (
     check_params,
     check_value,
     fmt_value,
+    unit_open,
 )
 from .priors import CLASS_PRIORS_PARAMETERS, check_priors
 
@@ -46,6 +48,8 @@ TOP_PARAMETERS = {
     "plot": [Boolean()],
     "device": [Options(DEVICES)],  # lgcexp.devices: auto = the GPU when there is one
     **CLASS_PRIORS_PARAMETERS,     # lgcexp.priors: a volume label projection of any method's scores
+    # lgcexp.algorithms.propagation.cached_submatrices: rates solved with every P_LL (one multi-shift CG)
+    "pll_alphas": [NoneValue(), Array(unit_open(), "a list of diffusion rates in (0, 1)", min_length=1)],
 }
 PATHS_PARAMETERS = {
     "data_dir": [String("a directory path")],
@@ -76,13 +80,13 @@ def to_container(cfg: Any) -> dict[str, Any]:
 
 #: options added after results were recorded: left out of the semantic config while null, so the config
 #: hash (and run directory) of every run that does not use them stays what it was
-NULL_DEFAULT_KEYS = ("class_priors",)
+NULL_DEFAULT_KEYS = ("class_priors", "pll_alphas")
 NULL_DEFAULT_LABEL_KEYS = ("per_class", "sets")
 
 
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that determines a run's numbers. The default ``features`` section
-    (``{name: raw}``) and the options that are null by default (``class_priors``, ``labels.per_class``,
+    (``{name: raw}``) and the options that are null by default (``class_priors``, ``pll_alphas``, ``labels.per_class``,
     ``labels.sets``) are left out, so earlier runs keep the config hash they had before these existed."""
     from .features import is_default
 

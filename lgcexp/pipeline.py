@@ -54,7 +54,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                           cache=cache, data_fingerprint=feats.key or data.fingerprint(),
                           n_eigenpairs=p.n_eigenpairs or 0,
                           eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X,
-                          class_priors=p.config.get("class_priors"))
+                          class_priors=p.config.get("class_priors"), pll_alphas=p.config.get("pll_alphas"))
     graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,
                                               fitted.issues)
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")

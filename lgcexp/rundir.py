@@ -18,7 +18,8 @@ RESOLVER = "lgcexp_run_dir"
 
 
 def effective_config(container: dict[str, Any]) -> dict[str, Any]:
-    """The semantic config with ``loss`` cleared for methods that take none."""
+    """The semantic config with ``loss`` cleared for methods that take none and ``pll_alphas`` left out for
+    a method that solves no P_LL with its parameters (SIIS, GFHF, LGC with ``judge=false``)."""
     from .algorithms import algorithm_class
 
     c = semantic_config(container)
@@ -28,6 +29,13 @@ def effective_config(container: dict[str, Any]) -> dict[str, Any]:
             if not algorithm_class(algo.get("name"), algo.get("_target_")).losses:
                 c = {**c, "loss": None}
         except Exception:  # an unknown algorithm: keep the config as given (validation reports it)
+            pass
+    if c.get("pll_alphas") is not None:
+        try:
+            cls = algorithm_class(algo.get("name"), algo.get("_target_"))
+            if not cls(**dict(algo.get("params") or {})).propagation_alphas():
+                c = {k: v for k, v in c.items() if k != "pll_alphas"}
+        except Exception:  # an unknown algorithm or bad parameters: as given (validation reports them)
             pass
     return c
 

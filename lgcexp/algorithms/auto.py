@@ -131,12 +131,16 @@ class Auto(GraphSSLAlgorithm):
         self.xla = xla
         self.chunk = chunk
 
+    def propagation_alphas(self) -> tuple[float, ...]:
+        """The grid's alphas, 2^(-1/x)."""
+        return tuple(float(a) for a in alpha_of_x(sorted(set(float(x) for x in self.x_grid))))
+
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         xs = np.array(sorted(set(float(x) for x in self.x_grid)))
         alphas = alpha_of_x(xs)
         # 1. exact P_LL for every alpha of the grid (one multi-shift CG; cached per alpha)
         Ps, pst = cached_submatrices(graph, labeled, alphas, cache, tol=self.tol, maxiter=self.maxiter,
-                                     dtype=self.dtype, progress=progress)
+                                     dtype=self.dtype, progress=progress, shared_alphas=self._pll_alphas)
         As, iso = zip(*(loo_matrix(P) for P in Ps))
         isolated = np.any(np.array(iso), axis=0)
         if isolated.any():

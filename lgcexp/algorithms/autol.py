@@ -584,13 +584,16 @@ class AutoL(GraphSSLAlgorithm):
     def alpha(self) -> float:
         return 1.0 / (1.0 + float(self.mu))
 
+    def propagation_alphas(self) -> tuple[float, ...]:
+        return (self.alpha,)
+
     def _propagation_submatrix(self, graph: Graph, labeled: np.ndarray, progress: bool,
                                cache: Any = None) -> tuple[np.ndarray, dict]:
         """P_LL, from the on-disk cache when one is given: it depends on the graph, the labelled set and
         alpha, not on the labels, the noise or the loss, so a sweep computes it once per seed."""
         return cached_propagation_submatrix(graph, labeled, self.alpha, cache=cache, solver=self.solver,
                                             tol=self.tol, maxiter=self.maxiter, t=self.t, dtype=self.dtype,
-                                            progress=progress)
+                                            progress=progress, shared_alphas=self._pll_alphas)
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         l = labeled.size

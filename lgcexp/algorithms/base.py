@@ -62,6 +62,8 @@ class GraphSSLAlgorithm(Configurable):
     #: parameters for a quick fit on tens of points (scikit-learn's estimator checks; the paper's defaults,
     #: e.g. 300 eigenpairs, need more points than that)
     quick_params: ClassVar[dict[str, Any]] = {}
+    #: during ``fit``: the ``pll_alphas`` to solve with every P_LL (None: the method's own alphas only)
+    _pll_alphas: tuple[float, ...] | None = None
 
     # ----- optional hooks, each with its default --------------------------------------------------------
     def required_eigenpairs(self) -> int:
@@ -71,6 +73,11 @@ class GraphSSLAlgorithm(Configurable):
     def plot(self, out_dir: Any, y_true: np.ndarray | None = None, split: Any = None) -> list[str]:
         """Figures/CSVs written when ``plot=true`` (``y_true`` only for evaluation curves). Default: none."""
         return []
+
+    def propagation_alphas(self) -> tuple[float, ...]:
+        """The diffusion rates whose ``P_LL`` (:mod:`lgcexp.algorithms.propagation`) ``fit`` solves with its
+        parameters as set (empty: none). A sweep's ``pll_alphas`` lists those of all its methods."""
+        return ()
 
     def label_judgement(self) -> Any:
         """After ``fit``: the method's judgement of its labelled points, a
@@ -93,6 +100,7 @@ class GraphSSLAlgorithm(Configurable):
         cache: Any = None,
         class_priors: Any = None,
         features: Any = None,
+        pll_alphas: Any = None,
     ) -> "GraphSSLAlgorithm":
         """Fit on the observed labels of the labelled points.
 
@@ -101,7 +109,9 @@ class GraphSSLAlgorithm(Configurable):
         ``None``, ``"uniform"``, ``"labels"`` or c numbers: the scores are then replaced by their volume label
         projection onto those class fractions (:mod:`lgcexp.priors`; the unprojected ones stay in
         ``raw_scores_``), for every method. ``features``: the points' features the graph was built on, for the
-        methods that read them (the properly weighted Laplacian); held during ``_fit`` only."""
+        methods that read them (the properly weighted Laplacian); held during ``_fit`` only. ``pll_alphas``: more
+        diffusion rates to solve with every ``P_LL`` the method needs (the ``pll_alphas`` option: one multi-shift
+        solve per labelled set serves every method of a sweep through ``cache``; None: the method's own only)."""
         self._validate_params()
         labeled = np.asarray(labeled, dtype=np.int64)
         y_labeled = np.asarray(y_labeled, dtype=np.int64)
@@ -122,10 +132,12 @@ class GraphSSLAlgorithm(Configurable):
         #: methods that correct labels and then propagate also give the propagated readout on labelled rows
         self.lgc_labeled_pred_: np.ndarray | None = None
         self._features = features
+        self._pll_alphas = None if pll_alphas is None else tuple(float(a) for a in pll_alphas)
         try:
             self._fit(graph, labeled, y_labeled, n_classes, eig=eig, progress=progress, cache=cache)
         finally:
             self._features = None
+            self._pll_alphas = None
         priors = prior_vector(class_priors, y_labeled, n_classes)
         if priors is not None:
             self.raw_scores_ = self.scores_

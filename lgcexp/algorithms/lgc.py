@@ -89,11 +89,16 @@ class LGC(GraphSSLAlgorithm):
                 return
 
             P, st = cached_propagation_submatrix(graph, labeled, float(self.alpha), cache=cache, solver=self.solver,
-                                                 t=self.t, progress=progress)
+                                                 t=self.t, progress=progress, shared_alphas=self._pll_alphas)
             self._judgement = LabelJudgement(probs=graph_loo_probs(P, y_labeled, n_classes),
                                              source="lgc: leave-one-out prediction (no learning)")
             self.info_["pll_seconds"] = round(st["seconds"], 4)
             self.info_["pll_cache_hit"] = st["cache_hit"]
+
+    def propagation_alphas(self) -> tuple[float, ...]:
+        """alpha, for the label judgement's P_LL (none with ``judge=false``; above
+        :data:`lgcexp.loo.DENSE_MAX_LABELS` labels the judgement solves no P_LL either)."""
+        return (float(self.alpha),) if self.judge else ()
 
     def label_judgement(self):
         """LGC's leave-one-out class distribution of every label (None with ``judge=false``)."""

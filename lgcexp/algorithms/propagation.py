@@ -280,9 +280,18 @@ def _check_pll_arrays(a: dict[str, np.ndarray], l: int) -> str | None:
     return None
 
 
+def solve_set(alphas, shared_alphas=None, solver: str = "cg") -> list[float]:
+    """The alphas one P_LL request is solved for: the request's own, or, with ``shared_alphas`` (the
+    ``pll_alphas`` option; conjugate gradient only), the sorted union with them, all by one multi-shift CG."""
+    alphas = [float(a) for a in np.atleast_1d(alphas)]
+    if not shared_alphas or solver != "cg":
+        return alphas
+    return sorted(set(alphas) | {float(a) for a in shared_alphas})
+
+
 def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = None, *, solver: str = "cg",
                        tol: float = 1e-6, maxiter: int = 10_000, t: int = 1000, dtype: str = "float32",
-                       progress: bool = False) -> tuple[list[np.ndarray], dict[str, Any]]:
+                       progress: bool = False, shared_alphas=None) -> tuple[list[np.ndarray], dict[str, Any]]:
     """P_LL for each alpha, each from the on-disk cache (kind ``pll``, one entry per alpha) when one is
     given. A request for one alpha is solved by :func:`propagation_submatrix` (on the path :func:`pll_path`
     names), one for several (``solver='cg'``) by multi-shift CG, :func:`propagation_submatrices`, for
@@ -290,6 +299,13 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     round-off (and multi-shift CG's with the set of alphas), so each path and set of alphas has its own cache
     keys (:func:`pll_path`; entries of lgcexp before the paths were told apart are not read): a run's numbers
     do not depend on which run filled the cache.
+
+    ``shared_alphas`` (the ``pll_alphas`` option): solve the request together with these alphas
+    (:func:`solve_set`) and store every one of them, so the runs of a sweep that all name the same set
+    (LGC's judgement, AutoL and ``auto`` on one labelled set) share one multi-shift solve: for the sparse
+    products of the largest alpha, instead of one solve per method. Multi-shift CG's shifted updates are
+    entrywise, so each alpha's P_LL depends on the set only through its largest alpha (the base system and
+    its stopping step): adding smaller alphas to ``auto``'s grid leaves its P_LL's bit for bit as they were.
     Returns (list of P_LL in the order of ``alphas``, stats: ``seconds``, ``iterations``, ``residual``
     (worst over the alphas), ``cache_hits``)."""
     import hashlib
@@ -297,7 +313,9 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     from ..cache import stable_hash
 
     labeled = np.asarray(labeled, dtype=np.int64)
-    alphas = [float(a) for a in np.atleast_1d(alphas)]
+    requested = [float(a) for a in np.atleast_1d(alphas)]
+    alphas = solve_set(requested, shared_alphas, solver)
+    where = [alphas.index(a) for a in requested]
     l = labeled.size
     lab_hash = hashlib.sha256(labeled.tobytes()).hexdigest()
     multi = len(alphas) > 1 and solver == "cg"
@@ -317,13 +335,15 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     def validate(arr: dict[str, np.ndarray]) -> str | None:
         return _check_pll_arrays(arr, l)
 
-    found: dict[int, dict[str, np.ndarray]] = {}
-    if cache is not None:
-        for i, a in enumerate(alphas):
-            arr = cache.load("pll", key(a), validate)
-            if arr is not None:
-                found[i] = arr
-    missing = [i for i in range(len(alphas)) if i not in found]
+    def load(indices) -> dict[int, dict[str, np.ndarray]]:
+        if cache is None:
+            return {}
+        loaded = {i: cache.load("pll", key(alphas[i]), validate) for i in indices}
+        return {i: arr for i, arr in loaded.items() if arr is not None}
+
+    # a shared set is stored whole; the request reads its own alphas only
+    found = load(where)
+    missing = [i for i in where if i not in found]
     if missing and not multi:
         for i in missing:
             def compute(a=alphas[i]) -> dict[str, np.ndarray]:
@@ -339,28 +359,43 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
                 if hit:
                     missing.remove(i)
     elif missing:
-        # all of the request's alphas: the Krylov space is the largest alpha's, so a subset would round otherwise
-        # (the extra shifts cost updates on the labelled rows only, no sparse products)
-        Ps, st = propagation_submatrices(graph.S, labeled, alphas, tol=tol, maxiter=maxiter, dtype=dtype)
-        for i in missing:
-            found[i] = {"P": Ps[i], "seconds": np.array(st["seconds"] / len(missing)),
-                        "iterations": np.array(st["iterations"]), "residual": np.array(st["residual"])}
-            if cache is not None:
-                cache.store("pll", key(alphas[i]), found[i])
-    arrays = [found[i] for i in range(len(alphas))]
+        # every alpha of the set: the Krylov space is the largest alpha's, so a subset would round otherwise
+        # (the extra shifts cost updates on the labelled rows only, no sparse products); under one lock for
+        # the whole set, so two workers that need it at once solve it once
+        def solve_all() -> None:
+            Ps, st = propagation_submatrices(graph.S, labeled, alphas, tol=tol, maxiter=maxiter, dtype=dtype)
+            for i in range(len(alphas)):
+                arr = {"P": Ps[i], "seconds": np.array(st["seconds"] / len(alphas)),
+                       "iterations": np.array(st["iterations"]), "residual": np.array(st["residual"])}
+                if i in missing:
+                    found[i] = arr
+                if cache is not None:
+                    cache.store("pll", key(alphas[i]), arr)
+
+        lock_path = None if cache is None else cache.path("pll", key(-1.0))
+        if lock_path is None:
+            solve_all()
+        else:
+            with cache.locked(lock_path):
+                found.update(load(missing))  # another worker may have solved the set while we waited
+                missing = [i for i in missing if i not in found]
+                if missing:
+                    solve_all()
+    arrays = [found[i] for i in where]
     stats = {"seconds": float(sum(float(a["seconds"]) for a in arrays)),
              "iterations": int(max(int(a["iterations"]) for a in arrays)),
              "residual": float(max(float(a["residual"]) for a in arrays)),
-             "cache_hits": len(alphas) - len(missing)}
+             "cache_hits": len(requested) - len(set(missing))}
     return [np.asarray(a["P"], dtype=np.float64) for a in arrays], stats
 
 
 def cached_propagation_submatrix(graph: Graph, labeled: np.ndarray, alpha: float, *, cache: Any = None,
                                  solver: str = "cg", tol: float = 1e-6, maxiter: int = 10_000, t: int = 1000,
-                                 dtype: str = "float32", progress: bool = False) -> tuple[np.ndarray, dict]:
+                                 dtype: str = "float32", progress: bool = False,
+                                 shared_alphas=None) -> tuple[np.ndarray, dict]:
     """:func:`cached_submatrices` for one alpha: AutoL, ``auto`` and LGC's label judgement share the entry
-    where they use the same alpha. Returns (P_LL, stats with ``cache_hit``)."""
+    where they use the same alpha (and the same ``shared_alphas``). Returns (P_LL, stats with ``cache_hit``)."""
     Ps, stats = cached_submatrices(graph, labeled, [alpha], cache, solver=solver, tol=tol, maxiter=maxiter, t=t,
-                                   dtype=dtype, progress=progress)
+                                   dtype=dtype, progress=progress, shared_alphas=shared_alphas)
     stats["cache_hit"] = bool(stats.pop("cache_hits"))
     return Ps[0], stats
