@@ -19,7 +19,8 @@ RESOLVER = "lgcexp_run_dir"
 
 def effective_config(container: dict[str, Any]) -> dict[str, Any]:
     """The semantic config with ``loss`` cleared for methods that take none and ``pll_alphas`` left out for
-    a method that solves no P_LL with its parameters (SIIS, GFHF, LGC with ``judge=false``)."""
+    a method that solves no P_LL by CG with its parameters (SIIS, GFHF, LGC with ``judge=false``), else sorted
+    without repeats (a set)."""
     from .algorithms import algorithm_class
 
     c = semantic_config(container)
@@ -35,6 +36,8 @@ def effective_config(container: dict[str, Any]) -> dict[str, Any]:
             cls = algorithm_class(algo.get("name"), algo.get("_target_"))
             if not cls(**dict(algo.get("params") or {})).propagation_alphas():
                 c = {k: v for k, v in c.items() if k != "pll_alphas"}
+            else:  # a set: its order and repeats change nothing
+                c = {**c, "pll_alphas": sorted({float(a) for a in c["pll_alphas"]})}
         except Exception:  # an unknown algorithm or bad parameters: as given (validation reports them)
             pass
     return c

@@ -63,6 +63,8 @@ def run_job_outcome(cfg: DictConfig, out_dir: Path, multirun: bool = False) -> J
     (after ``error.json`` is written)."""
     from filelock import FileLock
 
+    if multirun:
+        _before_sweep_job()
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -74,28 +76,41 @@ def run_job_outcome(cfg: DictConfig, out_dir: Path, multirun: bool = False) -> J
         log.error("job failed: %s", exc)
         outcome = JobOutcome(FAILED, out_dir, error=exc)
     _OUTCOMES[str(out_dir.resolve())] = outcome
-    if multirun:
-        settle_heap()
     return outcome
 
 
 #: how many modules this process had loaded when it last froze its heap (:func:`settle_heap`)
 _MODULES_AT_FREEZE = 0
+#: sweep jobs this process has started
+_SWEEP_JOBS = 0
+
+
+def _before_sweep_job() -> None:
+    """At the start of a sweep job: :func:`settle_heap` from the process's second job on. Then the jobs
+    before it have ended (their config and outcome released: the ledger pops the outcome at the job's
+    end), and a process that runs a single job (a Slurm task) never pays for the collection."""
+    global _SWEEP_JOBS
+    if _SWEEP_JOBS:
+        settle_heap()
+    _SWEEP_JOBS += 1
 
 
 def settle_heap() -> bool:
-    """After a sweep job that loaded new modules: collect the garbage, then move every object still alive
-    to the garbage collector's permanent generation (:func:`gc.freeze`); True when it froze.
+    """Between sweep jobs, when the previous ones loaded new modules: collect the garbage, then move every
+    object still alive to the garbage collector's permanent generation (:func:`gc.freeze`); True when it
+    froze (called by :func:`_before_sweep_job`).
 
-    joblib's workers (loky) run a full ``gc.collect()`` after nearly every task (once a second at most,
-    when psutil is not installed), and a full collection walks every object of the process: with
-    TensorFlow, faiss, numba and Hydra loaded, about 440,000 objects and 0.3-0.5 s per job on this
-    2-core machine. The modules, the memoised data and the compiled functions live as long as the worker;
-    once frozen, a collection walks only the objects made since. Frozen objects are still freed by
-    reference counting; only reference cycles among them that die later are never collected, so the heap
-    is frozen only when the set of loaded modules grew (a handful of times per worker: the first job, the
-    first TensorFlow method, ...), which bounds what can be kept that way to a few jobs' leftovers.
-    Changes no number. ``LGCEXP_SETTLE_HEAP=0`` turns it off (the benchmark's baseline)."""
+    joblib's workers (loky) run a full ``gc.collect()`` after nearly every task (once a second at most;
+    that is loky's memory check when psutil is not installed), and a full collection walks every object of
+    the process: with TensorFlow, faiss, numba and Hydra loaded, about 440,000 objects and 0.3-0.5 s per
+    job on this 2-core machine. The modules, the memoised data and the compiled functions live as long as
+    the worker; once frozen, a collection walks only the objects made since. Frozen objects are still freed
+    by reference counting; only reference cycles among them that die later are never collected (a compiled
+    Adam block dropped from :data:`lgcexp.algorithms.autol._COMPILED`, the config of the job that was
+    running). The heap is frozen only when the set of loaded modules grew, a handful of times per worker
+    (its first jobs, the first TensorFlow method, ...), so what can be kept that way is what was alive at
+    those few moments. Changes no number. ``LGCEXP_SETTLE_HEAP=0`` turns it off (the benchmark's
+    baseline)."""
     global _MODULES_AT_FREEZE
     if len(sys.modules) <= _MODULES_AT_FREEZE or not env_switch("LGCEXP_SETTLE_HEAP"):
         return False

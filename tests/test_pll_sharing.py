@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from helpers import make_cfg
+from test_auto import dense_P, problem
 
 from lgcexp.algorithms import algorithm_class
 from lgcexp.algorithms.auto import Auto
@@ -14,8 +15,6 @@ from lgcexp.cache import Cache
 from lgcexp.config import plan, to_container
 from lgcexp.errors import UserError
 from lgcexp.rundir import config_hash, effective_config
-
-from test_auto import dense_P, problem
 
 GRID = [float(a) for a in alpha_of_x([2.0, 4.0, 8.0, 16.0])]
 AUTOL = AutoL().alpha
@@ -57,14 +56,37 @@ def test_shared_set_is_solved_once_and_leaves_the_grid_bit_for_bit(tmp_path):
 
 
 def test_a_lost_entry_of_the_set_is_solved_again_bit_for_bit(tmp_path):
+    """Each entry of the set lost in turn (the rest still cached): AutoL's P_LL is the same bits, read or
+    solved again, and exactly one loss makes it a miss."""
     g, labeled, _, _ = problem(seed=3)
     cache = Cache(tmp_path)
     (first,), _ = cached_submatrices(g, labeled, [AUTOL], cache, dtype="float64", tol=1e-8, shared_alphas=SHARED)
-    for f in tmp_path.glob("pll-*.npz"):
+    entries = sorted(tmp_path.glob("pll-*.npz"))
+    assert len(entries) == len(SHARED)
+    misses = 0
+    for f in entries:
         f.unlink()
-    (again,), st = cached_submatrices(g, labeled, [AUTOL], cache, dtype="float64", tol=1e-8, shared_alphas=SHARED)
-    assert st["cache_hits"] == 0
-    np.testing.assert_array_equal(first, again)
+        (again,), st = cached_submatrices(g, labeled, [AUTOL], cache, dtype="float64", tol=1e-8,
+                                          shared_alphas=SHARED)
+        misses += st["cache_hits"] == 0
+        np.testing.assert_array_equal(first, again)
+        assert len(list(tmp_path.glob("pll-*.npz"))) == len(SHARED) - (0 if st["cache_hits"] == 0 else 1)
+        if st["cache_hits"]:  # another rate's entry: put the set back whole for the next round
+            cached_submatrices(g, labeled, SHARED, cache, dtype="float64", tol=1e-8, shared_alphas=SHARED)
+            assert len(list(tmp_path.glob("pll-*.npz"))) == len(SHARED)
+    assert misses == 1
+
+
+def test_repeated_rates_and_hit_counts(tmp_path):
+    g, labeled, _, _ = problem()
+    cache = Cache(tmp_path)
+    Ps, st = cached_submatrices(g, labeled, [0.9, 0.9], cache, dtype="float64", tol=1e-8, shared_alphas=SHARED)
+    assert st["cache_hits"] == 0 and len(Ps) == 2
+    np.testing.assert_array_equal(Ps[0], Ps[1])
+    Ps2, st2 = cached_submatrices(g, labeled, [0.9, AUTOL, 0.9], cache, dtype="float64", tol=1e-8,
+                                  shared_alphas=SHARED)
+    assert st2["cache_hits"] == 3
+    np.testing.assert_array_equal(Ps2[0], Ps[0])
 
 
 def test_methods_share_the_solve_through_fit(tmp_path):
@@ -78,13 +100,15 @@ def test_methods_share_the_solve_through_fit(tmp_path):
     auto = Auto(steps=5, search_steps=5, xla=False).fit(g, labeled, y, 3, cache=cache, pll_alphas=SHARED)
     assert auto.info_["pll_cache_hits"] == len(GRID)
     assert len(list(tmp_path.glob("pll-*.npz"))) == len(SHARED)
-    assert AutoL()._pll_alphas is None  # held during fit only
+    assert autol._pll_alphas is None and auto._pll_alphas is None  # held during fit only
 
 
 def test_propagation_alphas():
     assert LGC().propagation_alphas() == (0.9,)
     assert LGC(judge=False).propagation_alphas() == ()
+    assert LGC(solver="power").propagation_alphas() == ()   # the power iteration's P_LL is not shared
     assert AutoL().propagation_alphas() == (AUTOL,)
+    assert AutoL(solver="power").propagation_alphas() == ()
     assert Auto().propagation_alphas() == tuple(GRID)
     assert algorithm_class("siis")().propagation_alphas() == ()
 
@@ -113,6 +137,10 @@ def test_config_hash_counts_pll_alphas_only_where_a_method_solves_p_ll():
     a = to_container(make_cfg(*base, "algo=lgc", "algo.params.judge=false"))
     b = to_container(make_cfg(*base, "algo=lgc", "algo.params.judge=false", shared))
     assert config_hash(a) == config_hash(b)
+    # a set: order and repeats do not count
+    c = to_container(make_cfg(*base, "algo=autoL", "pll_alphas=[0.9,0.5,0.9]"))
+    d = to_container(make_cfg(*base, "algo=autoL", shared))
+    assert config_hash(c) == config_hash(d)
 
 
 @pytest.mark.parametrize("value", ["[0.5,1.2]", "0.9", "[]", "[abc]"])

@@ -40,3 +40,20 @@ def test_settle_heap_switch_off():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "0"]
+
+
+def test_a_sweep_settles_the_heap_from_its_second_job_on(monkeypatch, tmp_path):
+    """run_job_outcome calls settle_heap before a sweep's second and later jobs of a process, never before
+    the first (a one-job Slurm task pays nothing) nor in a single run."""
+    from lgcexp import runner
+
+    calls = []
+    monkeypatch.setattr(runner, "settle_heap", lambda: calls.append(1) or False)
+    monkeypatch.setattr(runner, "_SWEEP_JOBS", 0)
+    monkeypatch.setattr(runner, "_run_job_locked", lambda cfg, out, multirun: runner.JobOutcome(runner.DONE, out))
+    runner.run_job_outcome({}, tmp_path / "a", multirun=False)
+    runner.run_job_outcome({}, tmp_path / "b", multirun=True)
+    assert calls == []
+    runner.run_job_outcome({}, tmp_path / "c", multirun=True)
+    runner.run_job_outcome({}, tmp_path / "d", multirun=True)
+    assert calls == [1, 1]

@@ -585,7 +585,8 @@ class AutoL(GraphSSLAlgorithm):
         return 1.0 / (1.0 + float(self.mu))
 
     def propagation_alphas(self) -> tuple[float, ...]:
-        return (self.alpha,)
+        """alpha (none with ``solver='power'``, whose P_LL is not shared)."""
+        return (self.alpha,) if self.solver == "cg" else ()
 
     def _propagation_submatrix(self, graph: Graph, labeled: np.ndarray, progress: bool,
                                cache: Any = None) -> tuple[np.ndarray, dict]:

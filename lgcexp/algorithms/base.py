@@ -75,8 +75,9 @@ class GraphSSLAlgorithm(Configurable):
         return []
 
     def propagation_alphas(self) -> tuple[float, ...]:
-        """The diffusion rates whose ``P_LL`` (:mod:`lgcexp.algorithms.propagation`) ``fit`` solves with its
-        parameters as set (empty: none). A sweep's ``pll_alphas`` lists those of all its methods."""
+        """The diffusion rates whose ``P_LL`` (:mod:`lgcexp.algorithms.propagation`) ``fit`` solves by conjugate
+        gradient with its parameters as set (empty: none), the ones ``pll_alphas`` can share. A sweep's
+        ``pll_alphas`` lists those of all its methods."""
         return ()
 
     def label_judgement(self) -> Any:

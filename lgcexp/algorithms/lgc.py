@@ -96,9 +96,9 @@ class LGC(GraphSSLAlgorithm):
             self.info_["pll_cache_hit"] = st["cache_hit"]
 
     def propagation_alphas(self) -> tuple[float, ...]:
-        """alpha, for the label judgement's P_LL (none with ``judge=false``; above
+        """alpha, for the label judgement's P_LL (none with ``judge=false`` or the power iteration; above
         :data:`lgcexp.loo.DENSE_MAX_LABELS` labels the judgement solves no P_LL either)."""
-        return (float(self.alpha),) if self.judge else ()
+        return (float(self.alpha),) if self.judge and self.solver == "cg" else ()
 
     def label_judgement(self):
         """LGC's leave-one-out class distribution of every label (None with ``judge=false``)."""

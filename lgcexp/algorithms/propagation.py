@@ -310,7 +310,7 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
     (worst over the alphas), ``cache_hits``)."""
     import hashlib
 
-    from ..cache import stable_hash
+    from ..cache import remove_stale_temp_files, stable_hash
 
     labeled = np.asarray(labeled, dtype=np.int64)
     requested = [float(a) for a in np.atleast_1d(alphas)]
@@ -330,6 +330,8 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
             fields["path"] = path
         if multi:                               # an entry of one set of shifts (the largest sets the rounding)
             fields["shifts"] = sorted(alphas)
+        if shared_alphas and multi:             # a set that several methods fill: their iteration caps too
+            fields["maxiter"] = maxiter
         return stable_hash(fields)
 
     def validate(arr: dict[str, np.ndarray]) -> str | None:
@@ -342,8 +344,9 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
         return {i: arr for i, arr in loaded.items() if arr is not None}
 
     # a shared set is stored whole; the request reads its own alphas only
-    found = load(where)
-    missing = [i for i in where if i not in found]
+    found = load(set(where))
+    missing = sorted(set(where) - set(found))
+    solved_seconds = None        # the wall time of a solve made by this call (not the stored shares)
     if missing and not multi:
         for i in missing:
             def compute(a=alphas[i]) -> dict[str, np.ndarray]:
@@ -356,13 +359,13 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
                 found[i] = compute()
             else:
                 found[i], hit = cache.get_or_compute("pll", key(alphas[i]), compute, validate=validate)
-                if hit:
-                    missing.remove(i)
+                if hit:  # another worker solved it while this one waited for the entry's lock
+                    missing = [j for j in missing if j != i]
     elif missing:
         # every alpha of the set: the Krylov space is the largest alpha's, so a subset would round otherwise
         # (the extra shifts cost updates on the labelled rows only, no sparse products); under one lock for
         # the whole set, so two workers that need it at once solve it once
-        def solve_all() -> None:
+        def solve_all() -> float:
             Ps, st = propagation_submatrices(graph.S, labeled, alphas, tol=tol, maxiter=maxiter, dtype=dtype)
             for i in range(len(alphas)):
                 arr = {"P": Ps[i], "seconds": np.array(st["seconds"] / len(alphas)),
@@ -371,21 +374,27 @@ def cached_submatrices(graph: Graph, labeled: np.ndarray, alphas, cache: Any = N
                     found[i] = arr
                 if cache is not None:
                     cache.store("pll", key(alphas[i]), arr)
+            return float(st["seconds"])
 
         lock_path = None if cache is None else cache.path("pll", key(-1.0))
         if lock_path is None:
-            solve_all()
+            solved_seconds = solve_all()
         else:
             with cache.locked(lock_path):
                 found.update(load(missing))  # another worker may have solved the set while we waited
                 missing = [i for i in missing if i not in found]
                 if missing:
-                    solve_all()
+                    # temporary files of a writer of this set that was killed (its writers hold this lock)
+                    for a in alphas:
+                        entry = cache.path("pll", key(a))
+                        remove_stale_temp_files(entry.parent, entry.name)
+                    solved_seconds = solve_all()
     arrays = [found[i] for i in where]
-    stats = {"seconds": float(sum(float(a["seconds"]) for a in arrays)),
+    seconds = float(sum(float(found[i]["seconds"]) for i in set(where)))
+    stats = {"seconds": seconds if solved_seconds is None else solved_seconds,
              "iterations": int(max(int(a["iterations"]) for a in arrays)),
              "residual": float(max(float(a["residual"]) for a in arrays)),
-             "cache_hits": len(requested) - len(set(missing))}
+             "cache_hits": sum(1 for i in where if i not in missing)}
     return [np.asarray(a["P"], dtype=np.float64) for a in arrays], stats
 
 
