@@ -25,21 +25,21 @@ def effective_config(container: dict[str, Any]) -> dict[str, Any]:
 
     c = semantic_config(container)
     algo = c.get("algo") or {}
-    if c.get("loss") is not None:
-        try:
-            if not algorithm_class(algo.get("name"), algo.get("_target_")).losses:
-                c = {**c, "loss": None}
-        except Exception:  # an unknown algorithm: keep the config as given (validation reports it)
-            pass
+    try:
+        cls = algorithm_class(algo.get("name"), algo.get("_target_"))
+    except Exception:  # an unknown algorithm: keep the config as given (validation reports it)
+        return c
+    if c.get("loss") is not None and not cls.losses:
+        c = {**c, "loss": None}
     if c.get("pll_alphas") is not None:
         try:
-            cls = algorithm_class(algo.get("name"), algo.get("_target_"))
-            if not cls(**dict(algo.get("params") or {})).propagation_alphas():
-                c = {k: v for k, v in c.items() if k != "pll_alphas"}
-            else:  # a set: its order and repeats change nothing
-                c = {**c, "pll_alphas": sorted({float(a) for a in c["pll_alphas"]})}
-        except Exception:  # an unknown algorithm or bad parameters: as given (validation reports them)
-            pass
+            shares = bool(cls(**dict(algo.get("params") or {})).propagation_alphas())
+        except Exception:  # bad parameters: as given (validation reports them)
+            return c
+        if not shares:
+            c = {k: v for k, v in c.items() if k != "pll_alphas"}
+        else:  # a set: its order and repeats change nothing
+            c = {**c, "pll_alphas": sorted({float(a) for a in c["pll_alphas"]})}
     return c
 
 

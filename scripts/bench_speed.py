@@ -411,6 +411,7 @@ def pll(quick: bool) -> dict:
                 out[f"multishift_{path}_s"], out[f"multishift_{path}_cpu_s"] = w, c
                 out[f"multishift_{path}_iterations"] = st["iterations"]
                 results[path] = (P, Ps)
+        out.update(_shared_set(g, labeled, alphas))
     finally:
         if threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)
@@ -421,36 +422,27 @@ def pll(quick: bool) -> dict:
     out["multishift_max_rel_diff"] = float(max(np.abs(a - b).max() / np.abs(a).max() for a, b in zip(Ps0, Ps1)))
     out["one_alpha_speedup"] = out["one_alpha_plain_s"] / out["one_alpha_fused_s"]
     out["multishift_speedup"] = out["multishift_plain_s"] / out["multishift_fused_s"]
-    out.update(_shared_set(g, labeled, alphas))
     return out
 
 
 def _shared_set(g, labeled, grid) -> dict:
     """A table sweep's three P_LL requests per labelled set (LGC's judgement at 0.9, AutoL's alpha, auto's
     grid) solved one by one, against one multi-shift solve of the union (``pll_alphas``), on the default
-    path, one thread; and how far the shared solve's P_LL are from the separate ones."""
+    path (in :func:`pll`'s one thread); and how far the shared solve's P_LL are from the separate ones."""
     from lgcexp.algorithms.autol import AutoL
     from lgcexp.algorithms.propagation import propagation_submatrices, propagation_submatrix
 
     a_autol = AutoL().alpha
     union = sorted(set(float(a) for a in grid) | {0.9, a_autol})
-    threads = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"
-    try:
-        def separate():
-            P9, _ = propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32")
-            PA, _ = propagation_submatrix(g.S, labeled, a_autol, tol=1e-6, dtype="float32")
-            Ps, _ = propagation_submatrices(g.S, labeled, grid, tol=1e-6, dtype="float32")
-            return P9, PA, Ps
 
-        (P9, PA, Ps), w_sep, c_sep = _timed(separate, 2)
-        (Pu, _), w_sh, c_sh = _timed(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6,
-                                                                     dtype="float32"), 2)
-    finally:
-        if threads is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = threads
+    def separate():
+        P9, _ = propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32")
+        PA, _ = propagation_submatrix(g.S, labeled, a_autol, tol=1e-6, dtype="float32")
+        Ps, _ = propagation_submatrices(g.S, labeled, grid, tol=1e-6, dtype="float32")
+        return P9, PA, Ps
+
+    (P9, PA, Ps), w_sep, c_sep = _timed(separate, 2)
+    (Pu, _), w_sh, c_sh = _timed(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6, dtype="float32"), 2)
     by_alpha = dict(zip(union, Pu))
     grid_same = all(np.array_equal(P, by_alpha[float(a)]) for P, a in zip(Ps, grid))
     rel = max(float(np.abs(P - by_alpha[a]).max() / np.abs(P).max()) for P, a in ((P9, 0.9), (PA, a_autol)))

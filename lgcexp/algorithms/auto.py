@@ -131,12 +131,16 @@ class Auto(GraphSSLAlgorithm):
         self.xla = xla
         self.chunk = chunk
 
+    def _grid_x(self) -> np.ndarray:
+        """The grid's x values, sorted, without repeats."""
+        return np.array(sorted(set(float(x) for x in self.x_grid)))
+
     def propagation_alphas(self) -> tuple[float, ...]:
         """The grid's alphas, 2^(-1/x)."""
-        return tuple(float(a) for a in alpha_of_x(sorted(set(float(x) for x in self.x_grid))))
+        return tuple(float(a) for a in alpha_of_x(self._grid_x()))
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
-        xs = np.array(sorted(set(float(x) for x in self.x_grid)))
+        xs = self._grid_x()
         alphas = alpha_of_x(xs)
         # 1. exact P_LL for every alpha of the grid (one multi-shift CG; cached per alpha)
         Ps, pst = cached_submatrices(graph, labeled, alphas, cache, tol=self.tol, maxiter=self.maxiter,
