@@ -30,12 +30,17 @@
    base recursion; the largest entrywise difference of each pair relative to P_LL's largest entry. Then a
    table sweep's three requests per labelled set (0.9, AutoL's alpha, auto's grid) solved one by one against
    one multi-shift solve of the six rates (``pll_alphas``), on the default path.
+6. SIIS's ALM (issue 24), as in the ISOLET table: seed 0's labelled set with 40 % uniform noise, m = 300
+   eigenpairs, lambda1 = 100, one BLAS thread; the numpy loop (``fused=False``) against the numba edge pass
+   (:func:`lgcexp.kernels.siis_edge_pass`), best of 2, with the largest difference of F relative to its
+   largest entry and the points whose argmax differs. Also MNIST (m = 30, 30 % noise) without ``--quick``.
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
     python scripts/bench_speed.py [--quick]     # writes results/bench/speed.json and speed.md
     python scripts/bench_speed.py --only cg_iteration   # section 4 only (speed_cg_iteration.json/.md)
     python scripts/bench_speed.py --only pll            # section 5 only
+    python scripts/bench_speed.py --only siis           # section 6 only
     python scripts/bench.py --only speed        # the same as a section of bench.json
 
 ``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
@@ -451,14 +456,48 @@ def _shared_set(g, labeled, grid) -> dict:
             "shared_grid_bit_for_bit": bool(grid_same), "shared_one_alpha_max_rel_diff": rel}
 
 
-SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll")
+def siis(quick: bool) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    from lgcexp.algorithms.base import one_hot
+    from lgcexp.algorithms.siis import SIISProblem, incidence_matrix
+    from lgcexp.cache import Cache
+    from lgcexp.noise.uniform import UniformNoise
+    from lgcexp.spectral import laplacian_eigenpairs
+
+    out: dict = {}
+    for dataset, m, rate in (("isolet", 300, 0.4),) + (() if quick else (("mnist", 30, 0.3),)):
+        data, splits, g = _graph_and_labels(dataset)
+        labeled = splits[0].labeled
+        y_obs, _ = UniformNoise(rate).corrupt(data.y[labeled].astype(np.int64), int(data.y.max()) + 1, 0)
+        eig, _ = laplacian_eigenpairs(g, m, cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")))
+        prob = SIISProblem(U=np.asarray(eig.vectors)[:, :m], sigma=np.asarray(eig.values)[:m],
+                           P=incidence_matrix(g.W), labeled=labeled, YL=one_hot(y_obs, int(data.y.max()) + 1),
+                           lambda1=100.0, lambda2=10.0)
+        res = {}
+        with threadpool_limits(limits=1, user_api="blas"):
+            prob.solve(fused=True, max_iter=2)                                   # compile (or load) the pass
+            for path, fused in (("numpy", False), ("fused", True)):
+                r, w, c = _timed(lambda: prob.solve(fused=fused), 2)
+                res[path] = r
+                out[f"{dataset}_{path}_s"], out[f"{dataset}_{path}_cpu_s"] = w, c
+                out[f"{dataset}_{path}_iterations"] = r.iterations
+        a, b = res["numpy"].F, res["fused"].F
+        out[f"{dataset}_edges"] = int(prob.P.shape[0])
+        out[f"{dataset}_speedup"] = out[f"{dataset}_numpy_s"] / out[f"{dataset}_fused_s"]
+        out[f"{dataset}_max_rel_diff_F"] = float(np.abs(a - b).max() / np.abs(a).max())
+        out[f"{dataset}_argmax_differs"] = int((a.argmax(1) != b.argmax(1)).sum())
+    return out
+
+
+SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll", "siis")
 
 
 def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     out = {"loadavg_start": os.getloadavg()[0]}
     fns = {"startup": lambda: startup(), "compiled_step": lambda: compiled_step(quick),
            "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick),
-           "pll": lambda: pll(quick)}
+           "pll": lambda: pll(quick), "siis": lambda: siis(quick)}
     for name, fn in ((k, fns[k]) for k in SECTIONS if k in only):
         print(f"[speed] {name} ...", flush=True)
         for k, v in fn().items():

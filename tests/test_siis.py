@@ -213,6 +213,71 @@ def test_in_place_loop_equals_the_textbook_updates(toy, init):
     assert np.allclose(res.A, A_ref, rtol=1e-6, atol=1e-9 * np.abs(A_ref).max())
 
 
+@pytest.mark.parametrize("init", ["ones", "zeros"])
+@pytest.mark.parametrize("rho,mu_max", [(1.2, 1e7), (1.5, 20.0)])  # the second reaches mu_max (no rescaling)
+def test_fused_edge_pass_equals_the_numpy_loop_and_the_textbook(toy, init, rho, mu_max):
+    """The numba pass (lgcexp.kernels.siis_edge_pass) against the numpy loop and the plain textbook updates:
+    the same iteration count, coefficients, objective trace and final penalty to round-off."""
+    pytest.importorskip("numba")
+    prob = make_problem(toy, lambda1=100.0, lambda2=10.0)
+    kw = dict(multiplier_init=init, rho=rho, mu_max=mu_max)
+    ref = prob.solve(fused=False, **kw)
+    res = prob.solve(fused=True, **kw)
+    A_book, it_book = textbook_alm(prob, rho=rho, mu_max=mu_max, init=1.0 if init == "ones" else 0.0)
+    assert res.iterations == ref.iterations == it_book and res.converged == ref.converged and res.mu == ref.mu
+    scale = np.abs(ref.A).max()
+    assert np.abs(res.A - ref.A).max() <= 1e-12 * scale
+    assert np.allclose(res.A, A_book, rtol=1e-6, atol=1e-9 * scale)
+    assert np.allclose(res.F, ref.F, rtol=0, atol=1e-12 * np.abs(ref.F).max())
+    assert res.objective.shape == ref.objective.shape
+    assert np.allclose(res.objective, ref.objective, rtol=1e-12)
+    seen = []
+    prob.solve(fused=True, max_iter=3, callback=lambda it, obj: seen.append((it, obj)), **kw)
+    assert [it for it, _ in seen] == [1, 2, 3]
+    assert np.allclose([o for _, o in seen], ref.objective[1:4], rtol=1e-12)
+
+
+def test_fused_edge_pass_by_problem_size(monkeypatch):
+    """numba's pass from FUSED_MIN_EDGE_ENTRIES (edges x classes) on, unless LGCEXP_FUSED=0."""
+    pytest.importorskip("numba")
+    from lgcexp.algorithms import siis
+
+    assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES - 1)
+    assert siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
+    monkeypatch.setenv("LGCEXP_FUSED", "0")
+    assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
+
+
+def test_edge_arrays_and_a_p_that_is_no_incidence_matrix(toy):
+    """edge_arrays reads the two entries of each row; a P with other rows is solved by the numpy loop."""
+    from lgcexp.algorithms.siis import edge_arrays
+
+    g = toy[0]
+    P = incidence_matrix(g.W)
+    head, tail, wh, wt = edge_arrays(P)
+    D = np.zeros(P.shape)
+    D[np.arange(head.size), head] += wh
+    D[np.arange(tail.size), tail] += wt
+    assert np.array_equal(D, P.toarray())
+    assert np.all(wh == -wt) and np.all(head != tail)
+    odd = sp.vstack([P, sp.csr_matrix(([1.0], ([0], [0])), shape=(1, P.shape[1]))]).tocsr()
+    assert edge_arrays(odd) is None
+    prob = make_problem(toy, lambda1=100.0, lambda2=10.0)
+    prob.P = odd
+    prob.PT = odd.T
+    assert np.array_equal(prob.solve(fused=True).A, prob.solve(fused=False).A)
+
+
+def test_fused_edge_pass_stops_on_divergence(toy):
+    """A non-finite coefficient stops both loops at the same iteration with FloatingPointError."""
+    pytest.importorskip("numba")
+    prob = make_problem(toy, lambda1=100.0, lambda2=10.0)
+    prob.T = prob.T * np.nan  # every A update becomes NaN
+    for fused in (False, True):
+        with pytest.raises(FloatingPointError, match="iteration 1 "):
+            prob.solve(fused=fused)
+
+
 @pytest.mark.parametrize("lambda1,lambda2", [(10.0, 1.0), (100.0, 10.0)])
 def test_fixed_penalty_admm_reaches_the_optimum(toy, lambda1, lambda2):
     """With mu held fixed the iteration is plain ADMM, which converges to the minimiser of the objective."""

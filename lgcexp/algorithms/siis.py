@@ -185,13 +185,26 @@ class SIISProblem:
         max_iter: int = 1000,
         multiplier_init: str = "ones",
         callback: Callable[[int, float], None] | None = None,
+        fused: bool | None = None,
     ) -> "SIISResult":
         """Run the ALM from ``A = 0``; returns the final iterate, F = U A and the objective trace.
 
-        The loop is the update sequence of the class docstring in scaled form (``Y = Lambda / mu``), with
-        the (edges x c) arrays updated in place: per iteration about a dozen passes over them instead of
-        twice that for the textbook form; the iterates are the same (tests/test_siis.py checks this).
+        The loop is the update sequence of the class docstring in scaled form (``Y = Lambda / mu``).
+        ``fused`` (default: :func:`fused_edges` decides): the edge steps of an iteration, from ``P U A`` to the
+        next ``(PU)^T Lambda1``, in one pass of :func:`lgcexp.kernels.siis_edge_pass` (numba); else numpy
+        with the (edges x c) arrays updated in place, about a dozen passes over them. The two agree to
+        round-off (tests/test_siis.py).
         """
+        if fused is None:
+            fused = fused_edges(self.P.shape[0] * self.YL.shape[1])
+        edges = edge_arrays(self.P) if fused else None  # None: not an incidence matrix, numpy takes it
+        kw = dict(mu=mu, rho=rho, mu_max=mu_max, tol=tol, max_iter=max_iter, multiplier_init=multiplier_init,
+                  callback=callback)
+        return self._solve_numpy(**kw) if edges is None else self._solve_fused(edges, **kw)
+
+    def _solve_numpy(self, *, mu, rho, mu_max, tol, max_iter, multiplier_init, callback) -> "SIISResult":
+        """The ALM with numpy and scipy: the (edges x c) arrays updated in place (about a dozen passes over
+        them per iteration instead of twice that for the textbook form; the same iterates)."""
         m, c = self.U.shape[1], self.YL.shape[1]
         n_edges = self.P.shape[0]
         fill = 1.0 if multiplier_init == "ones" else 0.0
@@ -242,6 +255,90 @@ class SIISProblem:
                 break
         return SIISResult(A=A, F=F, iterations=it, converged=converged, rel_change=rel,
                           objective=np.asarray(objective), mu=mu)
+
+    def _solve_fused(self, edges: tuple, *, mu, rho, mu_max, tol, max_iter, multiplier_init, callback) -> "SIISResult":
+        """:meth:`_solve_numpy`'s iterations with the edge steps in one numba pass each: ``Z = P^T Y1``
+        comes out of the pass that shrank Q, and the pass after A's update takes the multiplier step, the
+        objective's edge term and the next iteration's shrink together (the last iteration's only the
+        edge term)."""
+        from ..kernels import SIIS_LAST, SIIS_NEXT, SIIS_START, siis_edge_pass
+
+        m, c = self.U.shape[1], self.YL.shape[1]
+        n_edges = self.P.shape[0]
+        fill = 1.0 if multiplier_init == "ones" else 0.0
+        Y1 = np.full((n_edges, c), fill / mu)  # Lambda1 / mu
+        Y2 = np.full(self.YL.shape, fill / mu)  # Lambda2 / mu
+        A = np.zeros((m, c))
+        F = np.zeros((self.U.shape[0], c))
+        Z = np.zeros((self.U.shape[0], c))  # P^T Y1
+        objective = [self.objective(A, F, np.zeros((0, c)))]
+        siis_edge_pass(*edges, F, Y1, 1.0, 1.0 / mu, Z, SIIS_START)
+        converged, rel = False, float("inf")
+        it = 0
+        for it in range(1, max_iter + 1):
+            FL = F[self.labeled]
+            R = group_shrink(FL - self.YL - Y2, self.lambda1 / mu)
+            Y2 += R
+            Y2 += self.YL
+            rhs = self.U.T @ Z
+            rhs += self.UL.T @ Y2
+            rhs *= mu
+            A_prev = A
+            A = self.solve_system(rhs, mu)
+            F = self.U @ A
+            FL = F[self.labeled]
+            Y2 -= FL
+            mu_new = min(rho * mu, mu_max)
+            ratio = mu / mu_new if mu_new != mu else 1.0
+            if mu_new != mu:
+                Y2 *= ratio
+            denom = float(np.abs(A_prev).max())
+            rel = float(np.abs(A - A_prev).max()) / denom if denom > 0 else float("inf")
+            finite = bool(np.all(np.isfinite(A)))
+            last = rel <= tol or it == max_iter or not finite
+            edge_term = siis_edge_pass(*edges, F, Y1, ratio, 1.0 / mu_new, Z, SIIS_LAST if last else SIIS_NEXT)
+            mu = mu_new
+            smooth = float(np.einsum("ij,i,ij->", A, self.sigma, A))
+            objective.append(edge_term + self.lambda1 * row_norm_sum(FL - self.YL) + self.lambda2 * smooth)
+            if callback is not None:
+                callback(it, objective[-1])
+            if not finite:
+                raise FloatingPointError(f"SIIS diverged at iteration {it} (non-finite coefficients)")
+            if rel <= tol:
+                converged = True
+                break
+        return SIISResult(A=A, F=F, iterations=it, converged=converged, rel_change=rel,
+                          objective=np.asarray(objective), mu=mu)
+
+
+def edge_arrays(P: sp.csr_matrix) -> tuple[np.ndarray, ...] | None:
+    """``(head, tail, w_head, w_tail)`` of an incidence matrix whose every row holds exactly two stored
+    entries, in the rows' stored order (:func:`incidence_matrix`'s do); None for any other P."""
+    if P.shape[0] and not np.all(np.diff(P.indptr) == 2):
+        return None
+    ind = np.asarray(P.indices, dtype=np.int64)
+    w = np.asarray(P.data, dtype=np.float64)
+    return ind[0::2].copy(), ind[1::2].copy(), w[0::2].copy(), w[1::2].copy()
+
+
+#: SIIS runs its edge steps through :func:`lgcexp.kernels.siis_edge_pass` from this many (edges x classes)
+#: entries on (ISOLET's 117,626 x 26 and MNIST's graphs are above; small problems keep numpy and skip
+#: numba's import)
+FUSED_MIN_EDGE_ENTRIES = 500_000
+
+
+def fused_edges(entries: int) -> bool:
+    """Whether SIIS's edge steps take the numba pass: ``entries`` (edges x classes) at least
+    :data:`FUSED_MIN_EDGE_ENTRIES`, ``LGCEXP_FUSED`` not switched off, numba importable."""
+    from ..locations import env_switch
+
+    if entries < FUSED_MIN_EDGE_ENTRIES or not env_switch("LGCEXP_FUSED"):
+        return False
+    try:
+        from .. import kernels  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 @dataclass
