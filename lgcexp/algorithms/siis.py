@@ -198,88 +198,24 @@ class SIISProblem:
         if fused is None:
             fused = fused_edges(self.P.shape[0] * self.YL.shape[1])
         edges = edge_arrays(self.P) if fused else None  # None: not an incidence matrix, numpy takes it
-        kw = dict(mu=mu, rho=rho, mu_max=mu_max, tol=tol, max_iter=max_iter, multiplier_init=multiplier_init,
-                  callback=callback)
-        return self._solve_numpy(**kw) if edges is None else self._solve_fused(edges, **kw)
-
-    def _solve_numpy(self, *, mu, rho, mu_max, tol, max_iter, multiplier_init, callback) -> "SIISResult":
-        """The ALM with numpy and scipy: the (edges x c) arrays updated in place (about a dozen passes over
-        them per iteration instead of twice that for the textbook form; the same iterates)."""
         m, c = self.U.shape[1], self.YL.shape[1]
-        n_edges = self.P.shape[0]
         fill = 1.0 if multiplier_init == "ones" else 0.0
-        Y1 = np.full((n_edges, c), fill / mu)  # Lambda1 / mu
+        Y1 = np.full((self.P.shape[0], c), fill / mu)  # Lambda1 / mu
         Y2 = np.full(self.YL.shape, fill / mu)  # Lambda2 / mu
         A = np.zeros((m, c))
         F = np.zeros((self.U.shape[0], c))
-        V = np.zeros((n_edges, c))  # holds P U A, then (in place) the Q iterate
-        objective = [self.objective(A, F, V)]
+        steps = _NumpyEdgeSteps(self, Y1) if edges is None else _FusedEdgeSteps(edges, Y1, F.shape)
+        objective = [self.objective(A, F, np.zeros((0, c)))]  # P U A = 0
+        Z = steps.start(1.0 / mu)  # (PU)^T-side of the first A update: P^T (Lambda1 + mu Q) / mu
         converged, rel = False, float("inf")
         it = 0
         for it in range(1, max_iter + 1):
-            # Q = shrink(PUA - Lambda1/mu, 1/mu);  Y1 <- (Lambda1 + mu Q) / mu
-            np.subtract(V, Y1, out=V)
-            _shrink_inplace(V, 1.0 / mu)
-            np.add(Y1, V, out=Y1)
             # R = shrink(JUA - Y - Lambda2/mu, lambda1/mu);  Y2 <- (Lambda2 + mu (R + Y)) / mu
             FL = F[self.labeled]
             R = group_shrink(FL - self.YL - Y2, self.lambda1 / mu)
             Y2 += R
             Y2 += self.YL
             # A = M(mu)^-1 ((PU)^T (Lambda1 + mu Q) + (JU)^T (Lambda2 + mu (R + Y)))
-            rhs = self.U.T @ (self.PT @ Y1)
-            rhs += self.UL.T @ Y2
-            rhs *= mu
-            A_prev = A
-            A = self.solve_system(rhs, mu)
-            F = self.U @ A
-            V = self.P @ F
-            FL = F[self.labeled]
-            # Lambda1 += mu (Q - PUA);  Lambda2 += mu (R - JUA + Y);  then rescale for the new mu
-            Y1 -= V
-            Y2 -= FL
-            mu_new = min(rho * mu, mu_max)
-            if mu_new != mu:
-                Y1 *= mu / mu_new
-                Y2 *= mu / mu_new
-            mu = mu_new
-            objective.append(self.objective(A, F, V))
-            denom = float(np.abs(A_prev).max())
-            rel = float(np.abs(A - A_prev).max()) / denom if denom > 0 else float("inf")
-            if callback is not None:
-                callback(it, objective[-1])
-            if not np.all(np.isfinite(A)):
-                raise FloatingPointError(f"SIIS diverged at iteration {it} (non-finite coefficients)")
-            if rel <= tol:
-                converged = True
-                break
-        return SIISResult(A=A, F=F, iterations=it, converged=converged, rel_change=rel,
-                          objective=np.asarray(objective), mu=mu)
-
-    def _solve_fused(self, edges: tuple, *, mu, rho, mu_max, tol, max_iter, multiplier_init, callback) -> "SIISResult":
-        """:meth:`_solve_numpy`'s iterations with the edge steps in one numba pass each: ``Z = P^T Y1``
-        comes out of the pass that shrank Q, and the pass after A's update takes the multiplier step, the
-        objective's edge term and the next iteration's shrink together (the last iteration's only the
-        edge term)."""
-        from ..kernels import SIIS_LAST, SIIS_NEXT, SIIS_START, siis_edge_pass
-
-        m, c = self.U.shape[1], self.YL.shape[1]
-        n_edges = self.P.shape[0]
-        fill = 1.0 if multiplier_init == "ones" else 0.0
-        Y1 = np.full((n_edges, c), fill / mu)  # Lambda1 / mu
-        Y2 = np.full(self.YL.shape, fill / mu)  # Lambda2 / mu
-        A = np.zeros((m, c))
-        F = np.zeros((self.U.shape[0], c))
-        Z = np.zeros((self.U.shape[0], c))  # P^T Y1
-        objective = [self.objective(A, F, np.zeros((0, c)))]
-        siis_edge_pass(*edges, F, Y1, 1.0, 1.0 / mu, Z, SIIS_START)
-        converged, rel = False, float("inf")
-        it = 0
-        for it in range(1, max_iter + 1):
-            FL = F[self.labeled]
-            R = group_shrink(FL - self.YL - Y2, self.lambda1 / mu)
-            Y2 += R
-            Y2 += self.YL
             rhs = self.U.T @ Z
             rhs += self.UL.T @ Y2
             rhs *= mu
@@ -287,6 +223,7 @@ class SIISProblem:
             A = self.solve_system(rhs, mu)
             F = self.U @ A
             FL = F[self.labeled]
+            # Lambda2 += mu (R - JUA + Y), rescaled for the new mu; the edge side in the step below
             Y2 -= FL
             mu_new = min(rho * mu, mu_max)
             ratio = mu / mu_new if mu_new != mu else 1.0
@@ -296,7 +233,7 @@ class SIISProblem:
             rel = float(np.abs(A - A_prev).max()) / denom if denom > 0 else float("inf")
             finite = bool(np.all(np.isfinite(A)))
             last = rel <= tol or it == max_iter or not finite
-            edge_term = siis_edge_pass(*edges, F, Y1, ratio, 1.0 / mu_new, Z, SIIS_LAST if last else SIIS_NEXT)
+            edge_term, Z = steps.step(F, ratio, 1.0 / mu_new, last)
             mu = mu_new
             smooth = float(np.einsum("ij,i,ij->", A, self.sigma, A))
             objective.append(edge_term + self.lambda1 * row_norm_sum(FL - self.YL) + self.lambda2 * smooth)
@@ -309,6 +246,54 @@ class SIISProblem:
                 break
         return SIISResult(A=A, F=F, iterations=it, converged=converged, rel_change=rel,
                           objective=np.asarray(objective), mu=mu)
+
+
+class _NumpyEdgeSteps:
+    """The edge side of the ALM with numpy and scipy, the (edges x c) arrays updated in place (about a dozen
+    passes over them per iteration instead of twice that for the textbook form; the same iterates)."""
+
+    def __init__(self, problem: SIISProblem, Y1: np.ndarray):
+        self.P, self.PT, self.Y1 = problem.P, problem.PT, Y1
+
+    def _shrink(self, V: np.ndarray, tau: float) -> np.ndarray:
+        """Q = shrink(PUA - Lambda1/mu, 1/mu) from V = PUA;  Y1 <- (Lambda1 + mu Q) / mu;  P^T Y1."""
+        np.subtract(V, self.Y1, out=V)
+        _shrink_inplace(V, tau)
+        np.add(self.Y1, V, out=self.Y1)
+        return self.PT @ self.Y1
+
+    def start(self, tau: float) -> np.ndarray:
+        return self._shrink(np.zeros_like(self.Y1), tau)
+
+    def step(self, F: np.ndarray, ratio: float, tau: float, last: bool) -> tuple[float, np.ndarray | None]:
+        """Lambda1 += mu (Q - PUA), rescaled by ``ratio``; the objective's edge term; then (unless ``last``)
+        the next iteration's shrink with ``tau``."""
+        V = self.P @ F
+        self.Y1 -= V
+        if ratio != 1.0:
+            self.Y1 *= ratio
+        term = row_norm_sum(V)
+        return term, (None if last else self._shrink(V, tau))
+
+
+class _FusedEdgeSteps:
+    """The edge side of the ALM in one pass of :func:`lgcexp.kernels.siis_edge_pass` per iteration."""
+
+    def __init__(self, edges: tuple, Y1: np.ndarray, shape: tuple[int, int]):
+        from .. import kernels
+
+        self.kernels, self.edges, self.Y1 = kernels, edges, Y1
+        self.Z = np.zeros(shape)
+
+    def start(self, tau: float) -> np.ndarray:
+        k = self.kernels
+        k.siis_edge_pass(*self.edges, np.zeros_like(self.Z), self.Y1, 1.0, tau, self.Z, k.SIIS_START)  # F = 0
+        return self.Z
+
+    def step(self, F: np.ndarray, ratio: float, tau: float, last: bool) -> tuple[float, np.ndarray | None]:
+        k = self.kernels
+        term = k.siis_edge_pass(*self.edges, F, self.Y1, ratio, tau, self.Z, k.SIIS_LAST if last else k.SIIS_NEXT)
+        return float(term), (None if last else self.Z)
 
 
 def edge_arrays(P: sp.csr_matrix) -> tuple[np.ndarray, ...] | None:
