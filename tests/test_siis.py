@@ -1,5 +1,6 @@
 """SIIS (Gong et al. 2017; docs/fidelity.md#siis): ALM sub-steps against their closed forms, the whole solver
 against an independent optimiser, toy behaviour, parameter checks and the config tables."""
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -245,6 +246,12 @@ def test_fused_edge_pass_by_problem_size(monkeypatch):
     assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES - 1)
     assert siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
     monkeypatch.setenv("LGCEXP_FUSED", "0")
+    assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
+    monkeypatch.delenv("LGCEXP_FUSED")
+    import lgcexp
+
+    monkeypatch.setitem(sys.modules, "lgcexp.kernels", None)  # numba not importable: numpy
+    monkeypatch.delattr(lgcexp, "kernels", raising=False)
     assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
 
 
