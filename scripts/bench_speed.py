@@ -34,6 +34,11 @@
    eigenpairs, lambda1 = 100, one BLAS thread; the numpy loop (``fused=False``) against the numba edge pass
    (:func:`lgcexp.kernels.siis_edge_pass`), best of 2, with the largest difference of F relative to its
    largest entry and the points whose argmax differs. Also MNIST (m = 30, 30 % noise) without ``--quick``.
+7. ``algo=auto``'s search and final run (issue 24), ISOLET seed 0's labelled set with 40 % uniform noise, the
+   grid's P_LL from one multi-shift solve: as before (the four alphas as one batched problem for 1000 steps,
+   then 5000 steps from omega = 1 at the chosen alpha) against now (the four as single problems sharing one
+   compiled step, the chosen one's run continued to 5000 steps); the second of two rounds in one process
+   (compilations done), the chosen x and whether the final weights are the same bits.
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
@@ -41,6 +46,7 @@ Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is 
     python scripts/bench_speed.py --only cg_iteration   # section 4 only (speed_cg_iteration.json/.md)
     python scripts/bench_speed.py --only pll            # section 5 only
     python scripts/bench_speed.py --only siis           # section 6 only
+    python scripts/bench_speed.py --only auto_search    # section 7 only
     python scripts/bench.py --only speed        # the same as a section of bench.json
 
 ``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
@@ -490,14 +496,55 @@ def siis(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll", "siis")
+def auto_search(quick: bool) -> dict:
+    from lgcexp.algorithms.autod import alpha_of_x
+    from lgcexp.algorithms.autol import LooModel, loo_matrix, optimize_weights
+    from lgcexp.algorithms.propagation import propagation_submatrices
+    from lgcexp.noise.uniform import UniformNoise
+
+    data, splits, g = _graph_and_labels("isolet")
+    labeled = splits[0].labeled
+    c = int(data.y.max()) + 1
+    y, _ = UniformNoise(0.4).corrupt(data.y[labeled].astype(np.int64), c, 0)
+    xs = np.array([2.0, 4.0, 8.0, 16.0])
+    Ps, _ = propagation_submatrices(g.S, labeled, alpha_of_x(xs), tol=1e-6, dtype="float32")
+    As = [loo_matrix(P)[0] for P in Ps]
+    steps, search = (2000, 500) if quick else (5000, 1000)
+
+    def before():
+        om, st = optimize_weights(LooModel(np.stack(As), y, c, loss="xent"), steps=search)
+        best = int(np.argmin(st["losses_final"]))
+        final, _ = optimize_weights(LooModel(As[best], y, c, loss="xent"), steps=steps)
+        return best, final
+
+    def now():
+        models = [LooModel(A, y, c, loss="xent") for A in As]
+        runs = [optimize_weights(m, steps=search, keep=True) for m in models]
+        best = int(np.argmin([st["loss_final"] for _, st in runs]))
+        final, _ = optimize_weights(models[best], steps=steps, resume=runs[best][1]["state"])
+        return best, final
+
+    out: dict = {"steps": steps, "search_steps": search}
+    res = {}
+    for rnd in range(2):  # the first round compiles; the second is what a sweep worker pays
+        for name, fn in (("before", before), ("now", now)):
+            res[name], w, cpu = _timed(fn, 1)
+            if rnd:
+                out[f"{name}_s"], out[f"{name}_cpu_s"] = w, cpu
+    out["speedup"] = out["before_s"] / out["now_s"]
+    out["x_before"], out["x_now"] = float(xs[res["before"][0]]), float(xs[res["now"][0]])
+    out["final_weights_same_bits"] = bool(np.array_equal(res["before"][1], res["now"][1]))
+    return out
+
+
+SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll", "siis", "auto_search")
 
 
 def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     out = {"loadavg_start": os.getloadavg()[0]}
     fns = {"startup": lambda: startup(), "compiled_step": lambda: compiled_step(quick),
            "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick),
-           "pll": lambda: pll(quick), "siis": lambda: siis(quick)}
+           "pll": lambda: pll(quick), "siis": lambda: siis(quick), "auto_search": lambda: auto_search(quick)}
     for name, fn in ((k, fns[k]) for k in SECTIONS if k in only):
         print(f"[speed] {name} ...", flush=True)
         for k, v in fn().items():

@@ -170,6 +170,20 @@ def test_one_point_grid_is_autol_at_that_alpha_with_its_readout():
     np.testing.assert_array_equal(auto.labeled_pred_, autol.labeled_pred_)
 
 
+def test_final_weights_are_a_fresh_autol_run_at_the_chosen_alpha():
+    """The search's run at alpha* goes on to `steps` steps: its weights are those of one optimize_weights call
+    from omega = 1 at that alpha, bit for bit (float32, XLA-compiled, as in the tables)."""
+    g, labeled, y, _ = problem()
+    algo = Auto(x_grid=XS, steps=300, search_steps=100, chunk=50, tol=1e-10).fit(g, labeled, y, 3)
+    P = (1 - algo.alpha_) * dense_P(g, algo.alpha_)[np.ix_(labeled, labeled)]
+    # the algorithm's own P_LL (CG to 1e-10) rather than the dense one: the same A as the fit used
+    A, iso = loo_matrix(algo._P)
+    assert np.allclose(algo._P, P, atol=1e-6)
+    fresh, _ = optimize_weights(LooModel(A, y, 3, loss="xent", row_weight=(~iso).astype(float)), steps=300, chunk=50)
+    assert np.array_equal(algo.omega_, fresh)
+    assert algo.info_["search_steps"] == 100 and len(algo.info_["grid_loss"]) == len(XS)
+
+
 def test_kept_readout_uses_observed_labels_of_kept_points():
     g, labeled, y, _ = problem(seed=3)
     m = fit_auto(g, labeled, y)

@@ -262,6 +262,24 @@ def test_narrowed_step_gives_the_same_bits(seed, loss):
     assert st_graph["widths"] == []
 
 
+@pytest.mark.parametrize("stop", [100, 130, 400])  # at a block's end, inside a block, at the end
+def test_resumed_run_gives_the_bits_of_one_call(stop):
+    """optimize_weights(keep=True) then resume=: the weights, losses and narrowings of one uninterrupted call
+    (XLA, narrowed after the first blocks), whether it stopped at a block's end or inside a block."""
+    A, y = narrowing_problem(0)
+    model = LooModel(A, y, 3, loss="xent")
+    one, st_one = optimize_weights(model, steps=400, chunk=50)
+    part, st_part = optimize_weights(model, steps=stop, chunk=50, keep=True)
+    assert st_part["steps"] == stop
+    two, st_two = optimize_weights(model, steps=400, chunk=50, resume=st_part["state"])
+    assert np.array_equal(one, two) and st_two["loss_final"] == st_one["loss_final"]
+    assert st_two["widths"] and st_two["steps"] == 400
+    assert float(st_part["state"].t.numpy()) == 400  # the kept state went on (Adam's step count)
+    assert [w for _, w in st_two["widths"]][-1] == [w for _, w in st_one["widths"]][-1]
+    with pytest.raises(ValueError, match="another model"):
+        optimize_weights(LooModel(A, y, 3, loss="mse"), steps=500, resume=st_part["state"])
+
+
 _REUSE_SCRIPT = """
 import sys, numpy as np
 sys.path.insert(0, {tests!r})

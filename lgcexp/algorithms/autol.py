@@ -416,6 +416,8 @@ def optimize_weights(
     chunk: int = 500,
     progress: bool = False,
     compact: bool = True,
+    keep: bool = False,
+    resume: Any = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Full-batch Adam on the label weights; returns (omega, stats).
 
@@ -428,73 +430,99 @@ def optimize_weights(
     block the step is narrowed to the labels still in play when that saves at least a fifth of its width
     (:func:`_narrowed_layout`: the same bits; most dropped labels drop in the first few hundred steps, so
     later steps read a fraction of ``A3``).
-    stats: ``loss_initial``, ``loss_final``, ``seconds`` (the loop, compilation included),
-    ``first_block_seconds`` (the first block: tracing, compilation and its steps), ``steps``,
-    ``widths`` ((step, width) of each narrowing).
+    ``keep``: stats["state"] holds the optimiser (weights, Adam's moments and step count, the step in use);
+    ``resume``: such a state of an earlier call on the same model with the same options, which this call
+    continues up to ``steps`` steps in all: the steps of one uninterrupted call (where a block ends or the step
+    narrows changes no bit), so the weights are the same bits (``algo=auto`` continues its search's run at
+    the chosen alpha).
+    stats: ``loss_initial``, ``loss_final``, ``seconds`` (this call's loop, compilation included),
+    ``first_block_seconds`` (the first block: tracing, compilation and its steps; 0 when resumed), ``steps``,
+    ``widths`` ((step, width) of each narrowing, the resumed run's included).
     """
-    tf = model.tf
-    dt = model.dtype
-    omega0 = np.ones(model.l) if omega0 is None else np.asarray(omega0, dtype=np.float64)  # broadcast when batched
-    W = tf.Variable(model.pack(omega0).astype(dt.as_numpy_dtype), name="omega")
-    m = tf.Variable(tf.zeros_like(W), name="adam_m")
-    v = tf.Variable(tf.zeros_like(W), name="adam_v")
-    t = tf.Variable(tf.constant(0.0, dt), name="adam_t")
-    hyper = tuple(tf.constant(x, dt) for x in (lr, beta1, beta2, epsilon))
-    tensors = model.tensors()
-    shapes = tuple(tuple(x.shape) for x in (W,) + tensors)
-    block_fn, loss_fn = _compiled_functions(tf, model.spec(), shapes, bool(xla))
+    run = resume if resume is not None else _AdamRun(model, lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon,
+                                                      omega0=omega0, xla=xla, chunk=chunk, compact=compact)
+    if run.model is not model:
+        raise ValueError("resume: the state of another model")
+    omega, stats = run.advance(int(steps), progress)
+    if keep:
+        stats["state"] = run
+    return omega, stats
 
-    # the block structure _narrowed_layout relies on is that of XLA's kernel (graph mode sums differently)
-    compact = bool(compact) and bool(xla) and model.form == "fast" and env_switch("LGCEXP_AUTOL_NARROW")
-    width = int(W.shape[-1])
-    widths: list[tuple[int, int]] = []
-    step_fn, step_tensors = block_fn, tensors
 
-    def run_block(k):
-        return step_fn(k, W, m, v, t, step_tensors, hyper)
+class _AdamRun:
+    """One Adam optimisation of :func:`optimize_weights`, which can stop after a number of steps and go on."""
 
-    def narrow() -> None:
-        nonlocal step_fn, step_tensors, width
-        layout = _narrowed_layout(model, W.numpy(), m.numpy(), width)
+    def __init__(self, model: LooModel, *, lr, beta1, beta2, epsilon, omega0, xla, chunk, compact):
+        self.created = time.perf_counter()
+        tf = model.tf
+        dt = model.dtype
+        self.model, self.xla, self.chunk = model, bool(xla), int(chunk)
+        # omega0 is broadcast over the K problems of a batched model
+        self.omega0 = np.ones(model.l) if omega0 is None else np.asarray(omega0, dtype=np.float64)
+        self.W = tf.Variable(model.pack(self.omega0).astype(dt.as_numpy_dtype), name="omega")
+        self.m = tf.Variable(tf.zeros_like(self.W), name="adam_m")
+        self.v = tf.Variable(tf.zeros_like(self.W), name="adam_v")
+        self.t = tf.Variable(tf.constant(0.0, dt), name="adam_t")
+        self.hyper = tuple(tf.constant(x, dt) for x in (lr, beta1, beta2, epsilon))
+        self.tensors = model.tensors()
+        shapes = tuple(tuple(x.shape) for x in (self.W,) + self.tensors)
+        self.block_fn, self.loss_fn = _compiled_functions(tf, model.spec(), shapes, self.xla)
+        # the block structure _narrowed_layout relies on is that of XLA's kernel (graph mode sums differently)
+        self.compact = bool(compact) and self.xla and model.form == "fast" and env_switch("LGCEXP_AUTOL_NARROW")
+        self.width = int(self.W.shape[-1])
+        self.widths: list[tuple[int, int]] = []
+        self.step_fn, self.step_tensors = self.block_fn, self.tensors
+        self.done = 0
+        self.loss_initial = float(self.loss_fn(self.W, self.tensors))
+
+    def _narrow(self) -> None:
+        tf = self.model.tf
+        layout = _narrowed_layout(self.model, self.W.numpy(), self.m.numpy(), self.width)
         if layout is None:
             return
-        index, A3c, width = layout
-        step_tensors = (tf.constant(A3c), *tensors[1:], tf.constant(index))
-        c_shapes = tuple(tuple(x.shape) for x in (W,) + step_tensors)
-        step_fn, _ = _compiled_functions(tf, model.spec(), c_shapes, bool(xla), compact=True)
-        widths.append((done, width))
+        index, A3c, self.width = layout
+        self.step_tensors = (tf.constant(A3c), *self.tensors[1:], tf.constant(index))
+        c_shapes = tuple(tuple(x.shape) for x in (self.W,) + self.step_tensors)
+        self.step_fn, _ = _compiled_functions(tf, self.model.spec(), c_shapes, self.xla, compact=True)
+        self.widths.append((self.done, self.width))
 
-    t0 = time.perf_counter()
-    loss_initial = float(loss_fn(W, tensors))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    def advance(self, steps: int, progress: bool) -> tuple[np.ndarray, dict[str, Any]]:
+        """Run blocks until ``steps`` steps in all; (omega, stats) at that point."""
+        model, tf = self.model, self.model.tf
+        first = self.done == 0
+        t0 = self.created if first else time.perf_counter()  # the first call's time has the initial loss
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
 
-        bar = tqdm(total=steps, desc="AutoL Adam", unit="step", leave=False)
-    done, compile_s = 0, 0.0
-    try:
-        while done < steps:
-            k = min(chunk, steps - done)
-            tc = time.perf_counter()
-            run_block(tf.constant(k, tf.int32))
-            if done == 0:
-                compile_s = time.perf_counter() - tc
-            done += k
-            if compact and done < steps:
-                narrow()
+            bar = tqdm(total=steps, initial=self.done, desc="AutoL Adam", unit="step", leave=False)
+        compile_s = 0.0
+        try:
+            if not first and self.compact and self.done < steps:
+                self._narrow()  # where the uninterrupted run narrowed after this block (same bits either way)
+            while self.done < steps:
+                k = min(self.chunk, steps - self.done)
+                tc = time.perf_counter()
+                self.step_fn(tf.constant(k, tf.int32), self.W, self.m, self.v, self.t, self.step_tensors, self.hyper)
+                if self.done == 0:
+                    compile_s = time.perf_counter() - tc
+                self.done += k
+                if self.compact and self.done < steps:
+                    self._narrow()
+                if bar is not None:
+                    bar.update(k)
+        finally:
             if bar is not None:
-                bar.update(k)
-    finally:
-        if bar is not None:
-            bar.close()
-    loss_final = float(loss_fn(W, tensors))
-    omega = model.unpack(W.numpy())
-    stats = {"loss_initial": loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
-             "first_block_seconds": compile_s, "steps": int(steps), "widths": widths}
-    if model.batch is not None:  # the K problems' own losses (K,)
-        stats["losses_initial"] = model.losses(tf.constant(model.pack(omega0).astype(dt.as_numpy_dtype))).numpy()
-        stats["losses_final"] = model.losses(W).numpy()
-    return omega, stats
+                bar.close()
+        loss_final = float(self.loss_fn(self.W, self.tensors))
+        omega = model.unpack(self.W.numpy())
+        stats = {"loss_initial": self.loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
+                 "first_block_seconds": compile_s, "steps": int(self.done), "widths": list(self.widths)}
+        if model.batch is not None:  # the K problems' own losses (K,)
+            start = tf.constant(model.pack(self.omega0).astype(model.dtype.as_numpy_dtype))
+            stats["losses_initial"] = model.losses(start).numpy()
+            stats["losses_final"] = model.losses(self.W).numpy()
+        return omega, stats
 
 
 # --------------------------------------------------------------------------------------------------------
