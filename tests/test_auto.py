@@ -170,11 +170,23 @@ def test_one_point_grid_is_autol_at_that_alpha_with_its_readout():
     np.testing.assert_array_equal(auto.labeled_pred_, autol.labeled_pred_)
 
 
-def test_final_weights_are_a_fresh_autol_run_at_the_chosen_alpha():
-    """The search's run at alpha* goes on to `steps` steps: its weights are those of one optimize_weights call
-    from omega = 1 at that alpha, bit for bit (float32, XLA-compiled, as in the tables)."""
+def test_final_weights_are_a_fresh_autol_run_at_the_chosen_alpha(monkeypatch):
+    """The search's run at alpha* goes on to `steps` steps (4 x 100 search steps, then 200 more, not 300
+    again): its weights are those of one optimize_weights call from omega = 1 at that alpha, bit for bit
+    (float32, XLA-compiled, as in the tables)."""
+    from lgcexp.algorithms import autol
+
     g, labeled, y, _ = problem()
+    ran = []
+    advance = autol._AdamRun.advance
+
+    def counting(run, steps, progress):
+        ran.append(steps - run.done)
+        return advance(run, steps, progress)
+
+    monkeypatch.setattr(autol._AdamRun, "advance", counting)
     algo = Auto(x_grid=XS, steps=300, search_steps=100, chunk=50, tol=1e-10).fit(g, labeled, y, 3)
+    assert ran == [100] * len(XS) + [200]
     P = (1 - algo.alpha_) * dense_P(g, algo.alpha_)[np.ix_(labeled, labeled)]
     # the algorithm's own P_LL (CG to 1e-10) rather than the dense one: the same A as the fit used
     A, iso = loo_matrix(algo._P)

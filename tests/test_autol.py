@@ -276,8 +276,12 @@ def test_resumed_run_gives_the_bits_of_one_call(stop):
     assert st_two["widths"] and st_two["steps"] == 400
     assert float(st_part["state"].t.numpy()) == 400  # the kept state went on (Adam's step count)
     assert [w for _, w in st_two["widths"]][-1] == [w for _, w in st_one["widths"]][-1]
+    if stop % 50 == 0:  # stopped where a block ends: it narrowed where the uninterrupted run did
+        assert st_two["widths"] == st_one["widths"]
     with pytest.raises(ValueError, match="another model"):
         optimize_weights(LooModel(A, y, 3, loss="mse"), steps=500, resume=st_part["state"])
+    with pytest.raises(ValueError, match="400 steps already"):
+        optimize_weights(model, steps=300, resume=st_part["state"])
 
 
 _REUSE_SCRIPT = """

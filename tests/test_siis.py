@@ -243,6 +243,7 @@ def test_fused_edge_pass_by_problem_size(monkeypatch):
     pytest.importorskip("numba")
     from lgcexp.algorithms import siis
 
+    monkeypatch.delenv("LGCEXP_FUSED", raising=False)
     assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES - 1)
     assert siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
     monkeypatch.setenv("LGCEXP_FUSED", "0")

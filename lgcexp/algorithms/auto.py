@@ -179,12 +179,13 @@ class Auto(GraphSSLAlgorithm):
         alpha, x = float(alphas[best]), float(xs[best])
         # then AutoL's full optimisation at alpha*: the search's run there goes on to `steps` steps (the same
         # bits as AutoL's fit from omega = 1 at that alpha)
-        omega, ost = optimize_weights(models[best], steps=self.steps, resume=runs[best]["state"], **adam)
-        ost["loss_initial"] = runs[best]["loss_initial"]
+        state = runs[best]["state"]
+        for st in runs:                      # the other alphas' optimisers (and their narrowed steps) can go
+            st.pop("state")
+        omega, ost = optimize_weights(models[best], steps=self.steps, resume=state, progress=progress, **adam)
+        del state
         Q = models[best].predict(omega)
         search_seconds = sum(st["seconds"] for st in runs)
-        for st in runs:
-            st.pop("state")
         # 4. corrected labels, LGC at alpha*
         B = one_hot(y_labeled, n_classes)
         no_vote = isolated | ~(Q.sum(axis=1) > 0)
@@ -237,9 +238,10 @@ class Auto(GraphSSLAlgorithm):
             "pll_residual": pst["residual"],
             "search_steps": int(n_search),
             "search_seconds": round(search_seconds, 4),
+            # the run at alpha*: its first search_steps steps are in search_seconds, the rest in opt_seconds
             "opt_seconds": round(ost["seconds"], 4),
             "opt_steps": int(self.steps),
-            "opt_first_block_seconds": round(ost["first_block_seconds"], 4),
+            "opt_first_block_seconds": round(runs[best]["first_block_seconds"], 4),
             "opt_narrowed": [list(w) for w in ost.get("widths", [])],
             "search_narrowed": [[list(w) for w in st["widths"]] for st in runs],  # per x
             "lgc_iterations": int(lgc_it),

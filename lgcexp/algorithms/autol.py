@@ -175,7 +175,8 @@ class LooModel:
     ``row_weight``: per-row weights of the loss mean (isolated labelled points get 0).
 
     Batched (``A`` of shape (K, l, l), ``form='fast'`` only): K independent problems on the same labels
-    (one per alpha, :mod:`lgcexp.algorithms.auto`), weights (K, l), logits (K, l, c). ``loss`` is the sum of
+    (e.g. one per alpha; :mod:`lgcexp.algorithms.auto` used it for its grid search until issue 24 and now runs
+    single problems), weights (K, l), logits (K, l, c). ``loss`` is the sum of
     the K losses, so its gradient with respect to problem k's weights is that of problem k's loss alone and
     Adam (per coordinate) runs the K optimisations independently in one compiled loop; ``losses`` gives them
     one by one.
@@ -431,8 +432,9 @@ def optimize_weights(
     (:func:`_narrowed_layout`: the same bits; most dropped labels drop in the first few hundred steps, so
     later steps read a fraction of ``A3``).
     ``keep``: stats["state"] holds the optimiser (weights, Adam's moments and step count, the step in use);
-    ``resume``: such a state of an earlier call on the same model with the same options, which this call
-    continues up to ``steps`` steps in all: the steps of one uninterrupted call (where a block ends or the step
+    ``resume``: such a state of an earlier call on the same model, which this call continues with the state's
+    own options (``lr``, ``beta1``, ``beta2``, ``epsilon``, ``omega0``, ``xla``, ``chunk`` and ``compact`` are
+    then not read) up to ``steps`` steps in all: the steps of one uninterrupted call (where a block ends or the step
     narrows changes no bit), so the weights are the same bits (``algo=auto`` continues its search's run at
     the chosen alpha).
     stats: ``loss_initial``, ``loss_final``, ``seconds`` (this call's loop, compilation included),
@@ -443,6 +445,8 @@ def optimize_weights(
                                                       omega0=omega0, xla=xla, chunk=chunk, compact=compact)
     if run.model is not model:
         raise ValueError("resume: the state of another model")
+    if int(steps) < run.done:
+        raise ValueError(f"resume: the state has run {run.done} steps already, more than steps={steps}")
     omega, stats = run.advance(int(steps), progress)
     if keep:
         stats["state"] = run

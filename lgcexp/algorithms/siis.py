@@ -24,8 +24,9 @@ with ``G = (PU)^T (PU) + (JU)^T (JU)``; it stops when ``max|A - A_prev| / max|A_
 formed: ``P U A = P (U A)`` is a sparse product with the (n, c) matrix ``U A``, ``(PU)^T X = U^T (P^T X)``,
 and ``(PU)^T (PU) = U^T (P^T P) U`` with the sparse n x n matrix ``P^T P`` (computed once). The m x m system
 matrix changes with mu every iteration; G and Sigma are diagonalised simultaneously once, so each solve is
-two (m x m) by (m x c) products. One iteration then costs two (n x m) by (m x c) products, two sparse
-products with P and a dozen passes over the (edges x c) multiplier array.
+two (m x m) by (m x c) products. One iteration then costs two (n x m) by (m x c) products and the edge side:
+with numpy, two sparse products with P and a dozen passes over the (edges x c) multiplier array; on larger
+graphs one numba pass over the edges (:func:`lgcexp.kernels.siis_edge_pass`, :meth:`SIISProblem.solve`).
 
 Prediction: row argmax of ``F = U A``; the labelled accuracy "after correction" is the argmax on the
 labelled rows (the base-class default). The algorithm never sees the noise rate; the per-noise lambda1 of
