@@ -20,7 +20,8 @@ The product the solves use is :func:`specialised_product`, generated for the col
 :func:`shifted_product_dot` above 32 columns); the argmax certificate's full test is :func:`argmax_certified`
 (with :func:`residual_scale`), one pass over the rows with numpy's operations.
 
-:func:`siis_edge_pass` is SIIS's ALM iteration over the graph's edges in one pass (its own section below).
+:func:`siis_edge_pass` is SIIS's ALM iteration over the graph's edges in one pass, and :func:`shifted_updates`
+multi-shift CG's updates of its shifted systems in one pass (their own sections below).
 """
 from __future__ import annotations
 
@@ -408,3 +409,26 @@ def siis_edge_pass(head, tail, w_head, w_tail, F, Y1, ratio, tau, Z, mode):  # p
             Za[q] += wa * y
             Zb[q] += wb * y
     return obj
+
+
+# --------------------------------------------------------------------------------------------------------
+# Multi-shift CG: the shifted systems' updates on the selected rows (lgcexp.linalg.multishift_cg)
+# --------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def shifted_updates(Xs, Ps, R, rows, a_s, b_s, z_next):  # pragma: no cover - jitted
+    """For every shift k, selected row i (``R``'s row ``rows[i]``) and column j, numpy's three updates of
+    :func:`lgcexp.linalg.multishift_cg` in one pass, with the same operations in the same order (float64,
+    no fused multiply-adds, so the same bits): ``x += a_s[k, j] p``, then ``p = p b_s[k, j] + z_next[k, j] r``
+    with the old p. numpy makes five passes over the (K, rows, columns) arrays and one gather of R's rows."""
+    K, L, c = Xs.shape
+    for k in range(K):
+        for i in range(L):
+            Rr = R[rows[i]]
+            Xr = Xs[k, i]
+            Pr = Ps[k, i]
+            for j in range(c):
+                p = Pr[j]
+                Xr[j] = Xr[j] + a_s[k, j] * p
+                Pr[j] = p * b_s[k, j] + z_next[k, j] * np.float64(Rr[j])

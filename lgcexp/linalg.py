@@ -161,6 +161,7 @@ def multishift_cg(
     tol: float = 1e-6,
     maxiter: int = 10_000,
     fused: bool = False,
+    rows: np.ndarray | None = None,
 ) -> tuple[list[np.ndarray], int, float]:
     """Solve ``(I - alpha_k S) X_k = B`` for every ``alpha_k`` from one Krylov space, returning ``select(X_k)``.
 
@@ -184,6 +185,9 @@ def multishift_cg(
     ``fused``: the base recursion on the fused kernels of :mod:`lgcexp.kernels` (a CPU CSR S with sorted
     indices, as :func:`rcm_reordered` gives; three passes per iteration, the column sums in float64 per row
     chunk), the same recursion with another rounding.
+    ``rows``: the row indices ``select`` picks, when it is that row selection (``M[rows]``); then, on the
+    CPU from :data:`SHIFTED_KERNEL_MIN_ENTRIES` shifted entries on, the shifted updates run in one numba pass
+    (:func:`lgcexp.kernels.shifted_updates`, the same bits as numpy's five).
     Returns (list of selected X_k in the order of ``alphas``, iterations, worst base relative residual).
     """
     B, dt, _ = as_columns(B)
@@ -205,8 +209,12 @@ def multishift_cg(
     shifts = {"z_prev": xp.ones((K, ncol)), "z_cur": xp.ones((K, ncol)), "a_prev": xp.ones(ncol),
               "b_prev": xp.zeros(ncol)}
 
+    kernel = _shifted_kernel(Xs.size) if rows is not None and xp is np else None
+    rows_i = None if kernel is None else np.ascontiguousarray(rows, dtype=np.int64)
+
     def shifted_update(a, b, R_sel) -> None:
-        """The shifted systems' step from the base step sizes a, b and the new base residual's entries."""
+        """The shifted systems' step from the base step sizes a, b and the new base residual's entries
+        (``R_sel``: ``select(R)``, or R itself for the numba pass, which reads the rows in place)."""
         z_prev, z_cur, a_prev, b_prev = shifts["z_prev"], shifts["z_cur"], shifts["a_prev"], shifts["b_prev"]
         den = a_prev * z_prev * (1.0 + tau * a) + a * b_prev * (z_prev - z_cur)
         num = z_cur * z_prev * a_prev
@@ -214,14 +222,18 @@ def multishift_cg(
         ratio = xp.where(z_cur != 0, z_next / xp.where(z_cur != 0, z_cur, 1.0), 0.0)
         a_s = a * ratio                                     # (K, ncol)
         b_s = ratio ** 2 * b
-        Xs[...] += a_s.reshape(bshape) * Ps
-        Ps[...] *= b_s.reshape(bshape)
-        Ps[...] += z_next.reshape(bshape) * R_sel[None]
+        if kernel is not None:
+            kernel(Xs, Ps, R_sel, rows_i, a_s, b_s, z_next)
+        else:
+            Xs[...] += a_s.reshape(bshape) * Ps
+            Ps[...] *= b_s.reshape(bshape)
+            Ps[...] += z_next.reshape(bshape) * R_sel[None]
         shifts.update(z_prev=z_cur, z_cur=z_next, a_prev=a, b_prev=b)
 
+    pick = (lambda M: M) if kernel is not None else select
     if fused:
         it, worst = _fused_iterations(S, a0, B, np.zeros((0, ncol), dtype=dt), R, P, rho, tol=tol, maxiter=maxiter,
-                                      on_step=lambda a, b: shifted_update(a, b, select(R)),
+                                      on_step=lambda a, b: shifted_update(a, b, pick(R)),
                                       what="multi-shift conjugate gradient")
     else:
         matvec = shifted_operator(S, a0)
@@ -239,7 +251,7 @@ def multishift_cg(
             R -= AP
             rho_new = xp.einsum("ij,ij->j", R, R).astype(np.float64)
             b = xp.where(rho > 0, rho_new / xp.where(rho > 0, rho, 1.0), 0.0)
-            shifted_update(a, b, select(R))
+            shifted_update(a, b, pick(R))
             P *= b.astype(dt)
             P += R
             rho = rho_new
@@ -248,6 +260,25 @@ def multishift_cg(
     # undo the scaling: X_k = (a0 / alpha_k) Y_k
     out = [Xs[k] * float(a0 / alphas[k]) for k in range(K)]
     return out, it, worst
+
+
+#: multi-shift CG's shifted updates take the numba pass (:func:`lgcexp.kernels.shifted_updates`) from this many
+#: shifted entries (shifts x selected rows x columns) on: ISOLET's P_LL blocks (6 x 1040 x 32) are above
+SHIFTED_KERNEL_MIN_ENTRIES = 100_000
+
+
+def _shifted_kernel(entries: int):
+    """:func:`lgcexp.kernels.shifted_updates` for ``entries`` shifted entries, or None (fewer, ``LGCEXP_FUSED``
+    switched off, or numba not importable: numpy's updates)."""
+    from .locations import env_switch
+
+    if entries < SHIFTED_KERNEL_MIN_ENTRIES or not env_switch("LGCEXP_FUSED"):
+        return None
+    try:
+        from .kernels import shifted_updates
+    except ImportError:
+        return None
+    return shifted_updates
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -29,7 +29,9 @@
    the four alphas of ``algo=auto`` (x = 2, 4, 8, 16) by multi-shift CG with the numpy and with the fused
    base recursion; the largest entrywise difference of each pair relative to P_LL's largest entry. Then a
    table sweep's three requests per labelled set (0.9, AutoL's alpha, auto's grid) solved one by one against
-   one multi-shift solve of the six rates (``pll_alphas``), on the default path.
+   one multi-shift solve of the six rates (``pll_alphas``), on the default path, and that solve with the
+   shifted systems' updates by numpy instead of :func:`lgcexp.kernels.shifted_updates` (ISOLET's 1040
+   labels are above its size; the same bits).
 6. SIIS's ALM (issue 24), as in the ISOLET table: seed 0's labelled set with 40 % uniform noise, m = 300
    eigenpairs, lambda1 = 100, one BLAS thread; the numpy loop (``fused=False``) against the numba edge pass
    (:func:`lgcexp.kernels.siis_edge_pass`), best of 2, with the largest difference of F relative to its
@@ -454,12 +456,23 @@ def _shared_set(g, labeled, grid) -> dict:
 
     (P9, PA, Ps), w_sep, c_sep = _timed(separate, 2)
     (Pu, _), w_sh, c_sh = _timed(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6, dtype="float32"), 2)
+    from unittest import mock
+
+    from lgcexp import linalg
+
+    with mock.patch.object(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62):  # the shifted updates by numpy
+        (Pn, _), w_np, c_np = _timed(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6,
+                                                                     dtype="float32"), 2)
+    updates = {"shared_set_numpy_updates_s": w_np, "shared_set_numpy_updates_cpu_s": c_np,
+               "shifted_kernel_used": bool(linalg._shifted_kernel(len(union) * labeled.size * 32) is not None),
+               "shifted_kernel_speedup": w_np / w_sh,
+               "shifted_kernel_bit_for_bit": all(np.array_equal(a, b) for a, b in zip(Pu, Pn))}
     by_alpha = dict(zip(union, Pu))
     grid_same = all(np.array_equal(P, by_alpha[float(a)]) for P, a in zip(Ps, grid))
     rel = max(float(np.abs(P - by_alpha[a]).max() / np.abs(P).max()) for P, a in ((P9, 0.9), (PA, a_autol)))
     return {"shared_rates": len(union), "separate_three_s": w_sep, "separate_three_cpu_s": c_sep,
             "shared_set_s": w_sh, "shared_set_cpu_s": c_sh, "shared_speedup": w_sep / w_sh,
-            "shared_grid_bit_for_bit": bool(grid_same), "shared_one_alpha_max_rel_diff": rel}
+            "shared_grid_bit_for_bit": bool(grid_same), "shared_one_alpha_max_rel_diff": rel, **updates}
 
 
 def siis(quick: bool) -> dict:

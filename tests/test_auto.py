@@ -304,3 +304,29 @@ def test_multishift_on_the_fused_kernels_equals_the_numpy_recursion(monkeypatch,
         np.testing.assert_allclose(P, (1 - a) * dense, atol=atol * dense.max(), rtol=0)
         np.testing.assert_allclose(P, Q, atol=atol * dense.max(), rtol=0)
         np.testing.assert_allclose(D, np.diag(dense), atol=atol * dense.max(), rtol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("fused", [False, True])
+def test_shifted_updates_in_one_pass_give_numpy_s_bits(monkeypatch, dtype, fused):
+    """Multi-shift CG's shifted updates by lgcexp.kernels.shifted_updates (large labelled sets, e.g. ISOLET's)
+    give numpy's P_LL bit for bit, on the numpy and on the fused base recursion; diagonals keep numpy."""
+    pytest.importorskip("numba")
+    from lgcexp import kernels, linalg
+
+    g, labeled, _, _ = problem()
+    alphas = alpha_of_x(XS)
+    if fused:
+        monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    calls = []
+    monkeypatch.setattr(kernels, "shifted_updates", lambda *a, f=kernels.shifted_updates: (calls.append(1), f(*a)))
+    monkeypatch.setattr(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62)
+    plain, _ = propagation_submatrices(g.S, labeled, alphas, tol=1e-8, dtype=dtype)
+    assert not calls
+    monkeypatch.setattr(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1)
+    one_pass, _ = propagation_submatrices(g.S, labeled, alphas, tol=1e-8, dtype=dtype)
+    assert calls  # the kernel ran
+    for a, b in zip(plain, one_pass):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.setenv("LGCEXP_FUSED", "0")
+    assert linalg._shifted_kernel(10 ** 9) is None
