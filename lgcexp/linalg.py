@@ -268,17 +268,10 @@ SHIFTED_KERNEL_MIN_ENTRIES = 100_000
 
 
 def _shifted_kernel(entries: int):
-    """:func:`lgcexp.kernels.shifted_updates` for ``entries`` shifted entries, or None (fewer, ``LGCEXP_FUSED``
-    switched off, or numba not importable: numpy's updates)."""
-    from .locations import env_switch
-
-    if entries < SHIFTED_KERNEL_MIN_ENTRIES or not env_switch("LGCEXP_FUSED"):
-        return None
-    try:
-        from .kernels import shifted_updates
-    except ImportError:
-        return None
-    return shifted_updates
+    """:func:`lgcexp.kernels.shifted_updates` for ``entries`` shifted entries, or None (numpy's updates;
+    :func:`numba_kernels` from :data:`SHIFTED_KERNEL_MIN_ENTRIES`)."""
+    kernels = numba_kernels(entries, SHIFTED_KERNEL_MIN_ENTRIES)
+    return None if kernels is None else kernels.shifted_updates
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -447,18 +440,26 @@ class ArgmaxCertificate:
 FUSED_MIN_ENTRIES = 500_000
 
 
-def fused_available(entries: int) -> bool:
-    """Whether a CPU solve of ``entries`` right-hand-side entries takes the fused path: large enough,
-    ``LGCEXP_FUSED`` not switched off, and numba importable."""
+def numba_kernels(entries: int, minimum: int):
+    """The module of lgcexp's numba kernels (:mod:`lgcexp.kernels`) for a problem of ``entries`` entries, or
+    None: fewer than ``minimum`` (small problems keep numpy and skip numba's import), ``LGCEXP_FUSED``
+    switched off, or numba not importable. The one gate of every numba path (the fused CG, multi-shift CG's
+    shifted updates, SIIS's edge pass), each with its own ``minimum``."""
     from .locations import env_switch
 
-    if entries < FUSED_MIN_ENTRIES or not env_switch("LGCEXP_FUSED"):
-        return False
+    if entries < minimum or not env_switch("LGCEXP_FUSED"):
+        return None
     try:
-        from . import kernels  # noqa: F401
+        from . import kernels
     except ImportError:
-        return False
-    return True
+        return None
+    return kernels
+
+
+def fused_available(entries: int) -> bool:
+    """Whether a CPU solve of ``entries`` right-hand-side entries takes the fused path (:func:`numba_kernels`
+    from :data:`FUSED_MIN_ENTRIES`)."""
+    return numba_kernels(entries, FUSED_MIN_ENTRIES) is not None
 
 
 #: id(S) -> (weak reference to S, its row chunks for the fused kernels)

@@ -253,7 +253,7 @@ def propagation_submatrices(
         E[r_c, xp.arange(cols.size)] = 1.0
         pick = (lambda M, r=r_c: M[r, xp.arange(r.size)]) if diagonal_only else (lambda M: M[rows_x])
         Xs, it, rel = multishift_cg(Sd, E, alphas, pick, tol=tol, maxiter=maxiter, fused=fused,
-                                    rows=None if diagonal_only or xp is not np else rows)
+                                    rows=None if diagonal_only else rows)
         Xs = [to_host(X) for X in Xs]
         iters, resid = max(iters, it), max(resid, rel)
         for k, X in enumerate(Xs):

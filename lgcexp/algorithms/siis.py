@@ -314,17 +314,11 @@ FUSED_MIN_EDGE_ENTRIES = 500_000
 
 
 def fused_edges(entries: int) -> bool:
-    """Whether SIIS's edge steps take the numba pass: ``entries`` (edges x classes) at least
-    :data:`FUSED_MIN_EDGE_ENTRIES`, ``LGCEXP_FUSED`` not switched off, numba importable."""
-    from ..locations import env_switch
+    """Whether SIIS's edge steps take the numba pass (:func:`lgcexp.linalg.numba_kernels` from
+    :data:`FUSED_MIN_EDGE_ENTRIES` edge x class entries)."""
+    from ..linalg import numba_kernels
 
-    if entries < FUSED_MIN_EDGE_ENTRIES or not env_switch("LGCEXP_FUSED"):
-        return False
-    try:
-        from .. import kernels  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return numba_kernels(entries, FUSED_MIN_EDGE_ENTRIES) is not None
 
 
 @dataclass
