@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import sys
+import uuid
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up logs out of the terminal
@@ -197,6 +198,7 @@ def preflight(argv: list[str]) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from . import compose_memo
     from .config import check_paths, plan, to_container
 
     overrides, multirun, skip = _split_args(argv)
@@ -214,7 +216,8 @@ def preflight(argv: list[str]) -> None:
     # which may add config groups (plug-ins), and the launcher of a sweep (checked below)
     parsed = [o for o in parsed if not o.key_or_group.startswith("hydra") or o.key_or_group == "hydra.searchpath"]
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=_conf_dir(), version_base="1.3"):
+    # the jobs of a command-line sweep differ mostly in values: their compositions share the per-process memo
+    with initialize_config_dir(config_dir=_conf_dir(), version_base="1.3"), compose_memo.active(uuid.uuid4().hex):
         if not multirun and any(o.is_sweep_override() for o in parsed) and not _config_is_multirun(parsed):
             bad = next(o for o in parsed if o.is_sweep_override())
             raise UserError(f"{bad.input_line} is not allowed: a list of values is a sweep; add -m (multirun)")

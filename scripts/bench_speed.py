@@ -41,6 +41,13 @@
    then 5000 steps from omega = 1 at the chosen alpha) against now (the four as single problems sharing one
    compiled step, the chosen one's run continued to 5000 steps); the second of two rounds in one process
    (compilations done), the chosen x and whether the final weights are the same bits.
+8. A sweep's per-job set-up (issue 24): every job's config composed as a launcher's worker composes it
+   (``load_sweep_config`` on the master config of ``experiment=table_mnist``, its 360 override lists, 240 once
+   lgcexp's sweeper drops LGC's duplicate losses; 60 with ``--quick``)
+   by Hydra's loader and through :class:`lgcexp.compose_memo.MemoConfigLoader`, ms per job and whether every
+   composed config (``hydra`` node included) is the same; then a finished 48-job sweep
+   (``lgcexp -m dataset=digits algo=lgc seed=range(48)``, 2 workers) started again, every job skipped after its
+   set-up, with the memo (the default) and with ``LGCEXP_MEMO=0``, alternating, two runs each, wall seconds.
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
@@ -49,6 +56,7 @@ Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is 
     python scripts/bench_speed.py --only pll            # section 5 only
     python scripts/bench_speed.py --only siis           # section 6 only
     python scripts/bench_speed.py --only auto_search    # section 7 only
+    python scripts/bench_speed.py --only sweep_setup    # section 8 only
     python scripts/bench.py --only speed        # the same as a section of bench.json
 
 ``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
@@ -550,14 +558,68 @@ def auto_search(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll", "siis", "auto_search")
+def _table_jobs(experiment: str) -> list[list[str]]:
+    """The override lists of an experiment's sweep, in Hydra's order (its ``hydra.sweeper.params``)."""
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    params = OmegaConf.load(ROOT / "conf" / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
+    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
+    choices = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] for o in parsed]
+    return [list(job) for job in itertools.product(*choices)]
+
+
+def sweep_setup(quick: bool) -> dict:
+    """Section 8: per-job composition, Hydra's loader against the memo; a finished sweep started again."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    import lgcexp.cli  # noqa: F401  (lgcexp's resolvers and sweeper, as in the CLI)
+    from lgcexp.compose_memo import MemoConfigLoader
+
+    def loader():
+        return ConfigLoaderImpl(config_search_path=create_config_search_path(str(ROOT / "conf")))
+
+    master = loader().load_configuration(config_name="config", overrides=["experiment=table_mnist"],
+                                         run_mode=RunMode.MULTIRUN)
+    jobs = _table_jobs("table_mnist")[: 60 if quick else None]
+    out = {"jobs_composed": len(jobs)}
+    configs = {}
+    for tag, ld in (("hydra", loader()), ("memo", MemoConfigLoader(loader()))):
+        t0, c0 = time.perf_counter(), time.process_time()
+        configs[tag] = [OmegaConf.to_yaml(ld.load_sweep_config(master, job)) for job in jobs]
+        out[f"compose_{tag}_ms_per_job"] = 1e3 * (time.perf_counter() - t0) / len(jobs)
+        out[f"compose_{tag}_cpu_ms_per_job"] = 1e3 * (time.process_time() - c0) / len(jobs)
+    out["compose_speedup"] = out["compose_hydra_ms_per_job"] / out["compose_memo_ms_per_job"]
+    out["compose_configs_differ"] = sum(a != b for a, b in zip(configs["hydra"], configs["memo"]))
+    n = 48
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "LGCEXP_OUTPUT_DIR": tmp, "LGCEXP_JOBS": "2", "OPENBLAS_NUM_THREADS": "1"}
+        cmd = ["lgcexp", "-m", "dataset=digits", "algo=lgc", f"seed=range({n})"]
+        out["sweep_first_run_s"] = _wall(cmd, env)
+        for rnd in range(2):
+            for memo in ("1", "0"):
+                out[f"sweep_all_skipped_memo{memo}_run{rnd}_s"] = _wall(cmd, {**env, "LGCEXP_MEMO": memo})
+    for memo in ("1", "0"):
+        out[f"sweep_all_skipped_memo{memo}_s"] = min(out[f"sweep_all_skipped_memo{memo}_run{r}_s"] for r in range(2))
+    out["sweep_jobs"] = n
+    out["sweep_all_skipped_speedup"] = out["sweep_all_skipped_memo0_s"] / out["sweep_all_skipped_memo1_s"]
+    return out
+
+
+SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll", "siis", "auto_search", "sweep_setup")
 
 
 def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     out = {"loadavg_start": os.getloadavg()[0]}
     fns = {"startup": lambda: startup(), "compiled_step": lambda: compiled_step(quick),
            "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick),
-           "pll": lambda: pll(quick), "siis": lambda: siis(quick), "auto_search": lambda: auto_search(quick)}
+           "pll": lambda: pll(quick), "siis": lambda: siis(quick), "auto_search": lambda: auto_search(quick),
+           "sweep_setup": lambda: sweep_setup(quick)}
     for name, fn in ((k, fns[k]) for k in SECTIONS if k in only):
         print(f"[speed] {name} ...", flush=True)
         for k, v in fn().items():

@@ -44,6 +44,13 @@ class LgcexpSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
         self._seen: set[str] = set()  # jobs launched by earlier batches (their overrides, ignored keys left out)
 
+    def setup(self, *, hydra_context, task_function, config) -> None:
+        """BasicSweeper's setup with the config loader of the sweep (and of its launcher's jobs) composing
+        through the per-process memo of :mod:`.compose_memo`."""
+        from lgcexp.compose_memo import memo_context
+
+        super().setup(hydra_context=memo_context(hydra_context), task_function=task_function, config=config)
+
     def sweep(self, arguments: list[str]):
         """BasicSweeper's sweep through a launcher that counts every job and survives a dead worker."""
         if not isinstance(self.launcher, _CountingLauncher):
