@@ -60,12 +60,26 @@ class _Entry:
 
 
 class _Memo:
+    """The entries of one sweep, least recently used first. ``lock`` serialises their use: OmegaConf's deep
+    copy briefly unlinks the copied config's children from their parent, so two threads must not copy (or
+    fill) one entry at once."""
+
     def __init__(self) -> None:
         self.entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self.by_defaults: dict[int, _Entry] = {}    # id of an entry's defaults list -> the entry
+        self.lock = threading.RLock()
+
+    def get(self, key: tuple) -> _Entry | None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
 
     def add(self, key: tuple, entry: _Entry) -> None:
+        if key in self.entries:
+            self.by_defaults.pop(id(self.entries[key].defaults_list.defaults), None)
         self.entries[key] = entry
+        self.entries.move_to_end(key)
         self.by_defaults[id(entry.defaults_list.defaults)] = entry
         while len(self.entries) > MAX_ENTRIES:
             _, old = self.entries.popitem(last=False)
@@ -95,12 +109,13 @@ def _create_defaults_list(repo, config_name, overrides_list, prepend_hydra, skip
         return create(repo=repo, config_name=config_name, overrides_list=overrides_list,
                       prepend_hydra=prepend_hydra, skip_missing=skip_missing)
     key, values = _key(repo, config_name, overrides_list, prepend_hydra, skip_missing)
-    entry = memo.entries.get(key)
-    if entry is None:
-        result = create(repo=repo, config_name=config_name, overrides_list=overrides_list,
-                        prepend_hydra=prepend_hydra, skip_missing=skip_missing)
-        memo.add(key, _Entry(result))
-        return result
+    with memo.lock:
+        entry = memo.get(key)
+        if entry is None:
+            result = create(repo=repo, config_name=config_name, overrides_list=overrides_list,
+                            prepend_hydra=prepend_hydra, skip_missing=skip_missing)
+            memo.add(key, _Entry(result))
+            return result
     cached = entry.defaults_list
     overrides = copy.copy(cached.overrides)     # the group choices (known_choices) are the same
     overrides.config_overrides = values
@@ -110,12 +125,15 @@ def _create_defaults_list(repo, config_name, overrides_list, prepend_hydra, skip
 def _compose_config_from_defaults_list(self, defaults, repo):
     compose = _ORIGINAL["compose"]
     memo = getattr(_local, "memo", None)
-    entry = memo.by_defaults.get(id(defaults)) if memo is not None else None
-    if entry is None or entry.defaults_list.defaults is not defaults:
+    if memo is None:
         return compose(self, defaults, repo)
-    if entry.config is None:
-        entry.config = compose(self, defaults, repo)
-    return copy.deepcopy(entry.config)
+    with memo.lock:
+        entry = memo.by_defaults.get(id(defaults))
+        if entry is None or entry.defaults_list.defaults is not defaults:
+            return compose(self, defaults, repo)
+        if entry.config is None:
+            entry.config = compose(self, defaults, repo)
+        return copy.deepcopy(entry.config)
 
 
 def _install() -> None:

@@ -4,6 +4,7 @@ Hydra's own settings; fresh copies; Hydra's errors; a new sweep (token) and LGCE
 from __future__ import annotations
 
 import pickle
+import threading
 
 import pytest
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -33,6 +34,12 @@ JOBS = [
     ["+extra_key=1", "seed=2"],
     ["features=pca", "dataset=isolet", "seed=9"],
     ["dataset=isolet", "features=pca", "seed=9"],   # the same choices in another order: its own entry
+    ["+noise@extra_noise=pairwise", "seed=1"],
+    ["+noise@extra_noise=pairwise", "noise.rate=0.3"],
+    ["~features", "seed=2"],
+    ["~features", "seed=3"],
+    ["hydra/launcher=parallel", "hydra.launcher.n_jobs=3"],
+    ["hydra/launcher=parallel", "hydra.launcher.n_jobs=1", "++loss=mse"],
     ["seed=3"],
 ]
 
@@ -41,8 +48,8 @@ def _loader(conf_dir: str | None = None) -> ConfigLoaderImpl:
     return ConfigLoaderImpl(config_search_path=create_config_search_path(conf_dir or cli._conf_dir()))
 
 
-def _compose(loader, overrides):
-    return loader.load_configuration(config_name="config", overrides=list(overrides), run_mode=RunMode.RUN)
+def _compose(loader, overrides, run_mode=RunMode.RUN):
+    return loader.load_configuration(config_name="config", overrides=list(overrides), run_mode=run_mode)
 
 
 def _snapshot(cfg) -> tuple:
@@ -66,16 +73,17 @@ class _Counting:
             monkeypatch.setitem(compose_memo._ORIGINAL, name, counted)
 
 
-def test_memo_composes_what_hydra_composes(monkeypatch):
+@pytest.mark.parametrize("run_mode", [RunMode.RUN, RunMode.MULTIRUN])
+def test_memo_composes_what_hydra_composes(monkeypatch, run_mode):
     monkeypatch.delenv("LGCEXP_MEMO", raising=False)
     counting = _Counting(monkeypatch)
     plain, memo = _loader(), MemoConfigLoader(_loader())
     for job in JOBS:
-        expected = _snapshot(_compose(plain, job))
-        assert _snapshot(_compose(memo, job)) == expected, job
+        expected = _snapshot(_compose(plain, job, run_mode))
+        assert _snapshot(_compose(memo, job, run_mode)) == expected, job
     # the plain loader ran Hydra every time; the memo once per distinct choice of groups
-    distinct = {tuple(o for o in job if o.split("=")[0].lstrip("+~") in ("algo", "experiment", "dataset", "features"))
-                for job in JOBS}
+    groups = ("algo", "experiment", "dataset", "features", "noise@extra_noise", "hydra/launcher")
+    distinct = {tuple(o for o in job if o.split("=")[0].lstrip("+~") in groups) for job in JOBS}
     assert counting.calls["compose"] == len(JOBS) + len(distinct)
     assert counting.calls["create_defaults_list"] == len(JOBS) + len(distinct)
 
@@ -137,3 +145,64 @@ def test_only_memo_loaders_use_the_memo(monkeypatch):
     _compose(_loader(), ["seed=2"])                     # a plain loader after the memo was installed
     _compose(_loader(), ["seed=3"])
     assert counting.calls["compose"] == 3
+
+
+def test_search_path_is_part_of_the_key(tmp_path, monkeypatch):
+    """Two search paths that hold the same group option with other contents: the memo keeps them apart."""
+    monkeypatch.delenv("LGCEXP_MEMO", raising=False)
+    (tmp_path / "main").mkdir()
+    (tmp_path / "main" / "config.yaml").write_text("defaults:\n  - _self_\n  - grp: x\nvalue: 0\n")
+    for name, v in (("a", 1), ("b", 2)):
+        (tmp_path / name / "grp").mkdir(parents=True)
+        (tmp_path / name / "grp" / "x.yaml").write_text(f"v: {v}\n")
+    memo = MemoConfigLoader(_loader(str(tmp_path / "main")))
+    for name, v in (("a", 1), ("b", 2), ("a", 1)):
+        cfg = _compose(memo, [f"hydra.searchpath=[file://{tmp_path / name}]", f"value={v}"])
+        assert (cfg.grp.v, cfg.value) == (v, v)
+
+
+def test_threads_share_one_memo_safely(monkeypatch):
+    monkeypatch.delenv("LGCEXP_MEMO", raising=False)
+    memo = MemoConfigLoader(_loader())
+    jobs = [["algo=autoL", f"seed={i}"] for i in range(16)]
+    want = {i: _snapshot(_compose(_loader(), job)) for i, job in enumerate(jobs)}
+    got, errors = {}, []
+
+    def work(ids):
+        try:
+            for i in ids:
+                got[i] = _snapshot(_compose(memo, jobs[i]))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(range(k, 16, 4),)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and got == want
+    # the cached config is intact: every child still linked to its parent
+    (entry,) = [e for e in compose_memo._MEMO["memo"].entries.values() if e.config is not None]
+    assert all(entry.config._get_node(k)._get_parent() is entry.config for k in entry.config.keys())
+
+
+def test_sweeper_and_preflight_compose_through_the_memo(tmp_path, monkeypatch):
+    from hydra.core.plugins import Plugins
+    from hydra.types import HydraContext
+
+    from hydra_plugins.lgcexp_sweeper.sweeper import LgcexpSweeper
+
+    monkeypatch.delenv("LGCEXP_MEMO", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LGCEXP_OUTPUT_DIR", str(tmp_path / "out"))
+    config = _compose(_loader(), ["experiment=table_mnist"], RunMode.MULTIRUN)
+    context = HydraContext(config_loader=_loader(), callbacks=None)
+    sweeper = LgcexpSweeper()
+    Plugins.instance()  # the plug-ins registered, as the CLI does before a sweep
+    sweeper.setup(hydra_context=context, task_function=lambda cfg: None, config=config)
+    assert isinstance(sweeper.hydra_context.config_loader, MemoConfigLoader)
+    assert sweeper.launcher.hydra_context.config_loader is sweeper.hydra_context.config_loader
+    # the pre-flight of a command-line sweep: one composition by Hydra for jobs that differ only in values
+    counting = _Counting(monkeypatch)
+    cli.preflight(["-m", "dataset=digits", "seed=1,2,3,4,5"])
+    assert counting.calls["compose"] == 1

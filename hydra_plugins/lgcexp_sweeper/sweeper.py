@@ -46,7 +46,7 @@ class LgcexpSweeper(BasicSweeper):
 
     def setup(self, *, hydra_context, task_function, config) -> None:
         """BasicSweeper's setup with the config loader of the sweep (and of its launcher's jobs) composing
-        through the per-process memo of :mod:`.compose_memo`."""
+        through the per-process memo of :mod:`lgcexp.compose_memo`."""
         from lgcexp.compose_memo import memo_context
 
         super().setup(hydra_context=memo_context(hydra_context), task_function=task_function, config=config)
