@@ -39,7 +39,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-#: most distinct group choices kept per process (the oldest goes)
+#: most distinct group choices kept per process (the least recently used goes)
 MAX_ENTRIES = 64
 
 _local = threading.local()          # .memo: the active _Memo of this thread, or absent

@@ -559,16 +559,16 @@ def auto_search(quick: bool) -> dict:
 
 
 def _table_jobs(experiment: str) -> list[list[str]]:
-    """The override lists of an experiment's sweep, in Hydra's order (its ``hydra.sweeper.params``)."""
-    import itertools
-
+    """The override lists of an experiment's sweep (its ``hydra.sweeper.params``), expanded by Hydra's basic
+    sweeper, in its order."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
     params = OmegaConf.load(ROOT / "conf" / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
     parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
-    choices = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] for o in parsed]
-    return [list(job) for job in itertools.product(*choices)]
+    (jobs,) = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    return [list(job) for job in jobs]
 
 
 def sweep_setup(quick: bool) -> dict:
