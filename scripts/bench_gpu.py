@@ -28,7 +28,16 @@ Each section is timed on both devices in the same process, in this order, while 
 5. ``eig``: the 20 largest eigenpairs of S (the smallest of L = I - S): cupyx.scipy.sparse.linalg.eigsh
    against scipy.sparse.linalg.eigsh (tol 1e-8), eigenvalues and residuals compared.
 
-The 1M-point AutoL run of issue 24 needs TensorFlow (AutoL's Adam loop), which that machine does not have.
+6. ``million`` (with ``--million N``): AutoL's run on N points, the InfiMNIST-style set of docs/scale.md
+   (``scripts/make_infimnist.py``, seed 0; made first, in one process per core): the exact 15-NN graph on the
+   GPU (:func:`knn_float`: float32 GEMM candidates, chunk minima, float64 re-rank; checked against an exact
+   float64 CPU search of ``--million-check`` rows, whose time is scaled to all rows), then on that one graph
+   P_LL of ``--million-labels`` labels (all columns on the GPU, ``--million-cpu-cols`` on the CPU by the fused
+   kernels AutoL takes, scaled) and the final certified LGC solve on each device, argmax compared. AutoL's
+   Adam loop needs TensorFlow, which that machine lacks; the run saves P_LL and the labels, and
+   ``--finish <that out folder> --out <folder>`` runs lgcexp's own Adam loop on them here, adds its seconds
+   to both devices' AutoL totals (its cost does not depend on N) and judges the dropped labels.
+
 Writes ``gpu.json`` (after every section) and ``gpu.md`` to ``--out``; progress lines go to stdout.
 """
 from __future__ import annotations
@@ -119,6 +128,90 @@ def _host(a):
     from lgcexp.devices import to_host
 
     return to_host(a)
+
+
+def smallest_k(xp, V, k: int, chunk: int = 32, direct: int = 4096):
+    """Column indices (B, k) of k smallest entries of each row of V (B, M), in no set order; exact by value.
+    A row wider than ``direct`` is narrowed first: its k smallest entries lie in the k chunks (``chunk``
+    consecutive columns) with the smallest minima, because a chunk outside them has k smaller minima
+    before it; those k chunks are found the same way, one level down. One pass over V (the chunk minima)
+    instead of a selection over every entry."""
+    B, M = V.shape
+    if M <= max(direct, k * chunk):
+        return xp.argpartition(V, k - 1, axis=1)[:, :k]
+    m = -(-M // chunk)
+    if m * chunk != M:  # pad the last chunk (a copy; the caller avoids it for the widest level)
+        V = xp.concatenate([V, xp.full((B, m * chunk - M), xp.inf, dtype=V.dtype)], axis=1)
+    mins = V.reshape(B, m, chunk).min(axis=2)
+    best = smallest_k(xp, mins, k, chunk, direct)
+    cand = (best[:, :, None] * chunk + xp.arange(chunk)[None, None, :]).reshape(B, k * chunk)
+    pick = xp.argpartition(xp.take_along_axis(V, cand, axis=1), k - 1, axis=1)[:, :k]
+    return xp.take_along_axis(cand, pick, axis=1)
+
+
+def knn_float(xp, X: np.ndarray, k: int, *, block: int = 2048, spare: int = 5, chunk: int = 32,
+              direct: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest neighbours of every row of real-valued X among the others, (distances float64, indices
+    int64), each (n, k), nearest first (equal distances by index). Candidates: the k + ``spare`` smallest of
+    ``|y|^2 - 2 x.y`` by one float32 GEMM per block of rows on the centred points (:func:`smallest_k`); they
+    are re-ranked by their exact float64 distances in X. Exact unless float32 rounding moves a true
+    neighbour beyond k + spare."""
+    n, d = X.shape
+    kk = min(n - 1, k + spare)
+    npad = -(-n // chunk) * chunk
+    step = 65536
+    mean = sum(np.asarray(X[s:s + step], dtype=np.float64).sum(axis=0) for s in range(0, n, step)) / n
+    Xo = xp.asarray(X)                               # the points as given, for the exact distances
+    Xc = xp.zeros((npad, d), dtype=xp.float32)       # centred: |y|^2 - 2 x.y cancels less in float32
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        Xc[s:e] = xp.asarray((np.asarray(X[s:e], dtype=np.float64) - mean).astype(np.float32))
+    sq = xp.full(npad, xp.inf, dtype=xp.float32)     # padding rows: never a neighbour
+    sq[:n] = (Xc[:n].astype(xp.float64) ** 2).sum(axis=1).astype(xp.float32)
+    dist = np.empty((n, k))
+    idx = np.empty((n, k), dtype=np.int64)
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        G = (Xc[s:e] * np.float32(-2.0)) @ Xc.T
+        G += sq[None, :]
+        G[xp.arange(e - s), xp.arange(s, e)] = xp.inf   # self excluded
+        cand = xp.sort(smallest_k(xp, G, kk, chunk, direct), axis=1)
+        del G
+        Q = Xo[s:e].astype(xp.float64)
+        d2 = ((Xo[cand].astype(xp.float64) - Q[:, None, :]) ** 2).sum(axis=2)
+        stable = {"kind": "stable"} if xp is np else {}           # CuPy's sorts are stable
+        order = xp.argsort(d2, axis=1, **stable)[:, :k]          # candidates in index order: ties by index
+        dist[s:e] = _host(xp.sqrt(xp.take_along_axis(d2, order, axis=1)))
+        idx[s:e] = _host(xp.take_along_axis(cand, order, axis=1))
+    return dist, idx
+
+
+def exact_rows_knn(X: np.ndarray, rows: np.ndarray, k: int, block: int = 65536, spare: int = 5
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The reference for :func:`knn_float` on the CPU: exact float64 k nearest neighbours of ``X[rows]``
+    (self excluded, equal distances by index among the k + ``spare`` kept), numpy GEMM over blocks."""
+    kk = k + spare
+    Q = np.asarray(X[rows], dtype=np.float64)
+    sqq = (Q * Q).sum(axis=1)
+    best_d = np.full((rows.size, 0), np.inf)
+    best_i = np.empty((rows.size, 0), dtype=np.int64)
+    for s in range(0, X.shape[0], block):
+        Xb = np.asarray(X[s:s + block], dtype=np.float64)
+        D2 = sqq[:, None] + (Xb * Xb).sum(axis=1)[None, :] - 2.0 * (Q @ Xb.T)
+        np.maximum(D2, 0.0, out=D2)
+        own = (rows >= s) & (rows < s + Xb.shape[0])
+        D2[np.flatnonzero(own), rows[own] - s] = np.inf
+        cols = np.broadcast_to(np.arange(s, s + Xb.shape[0]), D2.shape)
+        D2 = np.concatenate([best_d, D2], axis=1)
+        cols = np.concatenate([best_i, cols], axis=1)
+        keep = np.argpartition(D2, kk - 1, axis=1)[:, :kk] if D2.shape[1] > kk else np.argsort(D2, axis=1)
+        best_d = np.take_along_axis(D2, keep, axis=1)
+        best_i = np.take_along_axis(cols, keep, axis=1)
+    # exact distances of the kept, then (distance, index) order
+    m = best_i.shape[1]
+    d2 = ((np.asarray(X[best_i.ravel()], dtype=np.float64).reshape(rows.size, m, -1) - Q[:, None, :]) ** 2).sum(2)
+    order = np.lexsort((best_i, d2), axis=1)[:, :k]
+    return np.sqrt(np.take_along_axis(d2, order, axis=1)), np.take_along_axis(best_i, order, axis=1)
 
 
 def graph_from_lists(dist, idx, k=15):
@@ -345,8 +438,100 @@ def sec_eig(ctx, r):
         r["max_abs_eigenvalue_diff"] = float(np.max(np.abs(vals["gpu"] - vals["cpu"])))
 
 
+def sec_million(ctx, r):
+    """AutoL's run on ``--million`` InfiMNIST-style points (scripts/make_infimnist.py, the set of docs/scale.md),
+    GPU against CPU on the same graph: P_LL of ``--million-labels`` labels (AutoL's alpha, float32, tol 1e-6)
+    and the final certified LGC solve. The Adam loop (TensorFlow, not on the lent machine) runs on the saved
+    P_LL afterwards (``--finish``); its cost does not grow with n."""
+    from lgcexp.algorithms.base import label_matrix
+    from lgcexp.algorithms.propagation import propagation_submatrix
+    from lgcexp.labels import sample_and_corrupt
+    from lgcexp.linalg import rcm_reordered, shifted_solve
+
+    n, k, l, cp = ctx["million"], ctx["k"], ctx["million_labels"], ctx["cp"]
+    if "million_files" in ctx:
+        X, y = np.load(ctx["million_files"][0]), np.load(ctx["million_files"][1]).astype(np.int64)
+        r["data_s"] = ctx["million_data_s"]
+    else:                          # the digits themselves (a small check run)
+        X, y = ctx["X"][:n], ctx["y"][:n]
+        r["data_s"] = 0.0
+    r["n"] = int(n)
+    # 1. the exact 15-NN graph: float32 GEMM candidates re-ranked in float64 (the GPU, else numpy)
+    sx = cp if cp is not None else np
+    r["search_module"] = sx.__name__
+    if cp is not None:
+        knn_float(cp, X[:4096], k)      # warm-up: the kernels compiled
+    (dist, idx), r["search_s"] = timed(sx, knn_float, sx, X, k)
+    say(f"million: {sx.__name__} search {r['search_s']:.1f}s")
+    rows = np.random.default_rng(0).choice(n, size=min(n, ctx["million_check"]), replace=False)
+    (cd, ci), s = timed(np, exact_rows_knn, X, rows, k)
+    r["cpu_reference_rows"], r["cpu_reference_s"] = int(rows.size), s
+    r["cpu_reference_s_scaled_to_all"] = s * n / rows.size
+    r["recall_at_k"] = float(np.mean([np.intersect1d(a, b).size for a, b in zip(ci, idx[rows])]) / k)
+    r["same_lists_in_order"] = float(np.mean(np.all(ci == idx[rows], axis=1)))
+    r["max_abs_dist_diff"] = float(np.max(np.abs(cd - dist[rows])))
+    say(f"million: recall@{k} {r['recall_at_k']:.5f} on {rows.size} rows (CPU reference {s:.1f}s)")
+    del X
+    g, r["affinity_s"] = timed(np, graph_from_lists, dist, idx, k)
+    r["nnz_S"], r["sigma"] = int(g.S.nnz), float(g.sigma)
+    del dist, idx
+    # 2. labels: stratified sample, uniform noise
+    split = sample_and_corrupt(y, l, ctx["million_noise"], 0)
+    lab = split.labeled
+    alpha = 1.0 / (1.0 + 0.1111)                      # AutoL's default mu
+    kw = {"tol": 1e-6, "dtype": "float32"}
+    _, r["renumber_s"] = timed(np, rcm_reordered, g.S, np.float32)   # once per graph, both devices use it
+    # 3. P_LL: every column on the GPU; on the CPU (the fused kernels AutoL takes) the first columns, scaled
+    P = None
+    if cp is not None:
+        propagation_submatrix(g.S, lab[:64], alpha, xp=cp, **kw)     # warm-up: transfer, kernels
+        (P, st), r["pll_gpu_s"] = timed(cp, propagation_submatrix, g.S, lab, alpha, xp=cp, **kw)
+        r["pll_gpu_iterations"], r["pll_gpu_block"] = st["iterations"], st["block"]
+        say(f"million: P_LL GPU {l} columns {r['pll_gpu_s']:.1f}s")
+    c = min(l, ctx["million_cpu_cols"])
+    m = min(n, 70000)    # the fused float32 kernels compiled first, on the graph of the first points
+    propagation_submatrix(g.S[:m][:, :m], np.arange(0, m, max(1, m // 32))[:32], alpha, xp=np, **kw)
+    (Pc, st), r["pll_cpu_s_measured"] = timed(np, propagation_submatrix, g.S, lab[:c], alpha, xp=np, **kw)
+    r["pll_cpu_columns"], r["pll_cpu_iterations"] = c, st["iterations"]
+    r["pll_cpu_s_scaled_to_all"] = r["pll_cpu_s_measured"] * l / c
+    say(f"million: P_LL CPU {c} columns {r['pll_cpu_s_measured']:.1f}s (scaled to {l}: "
+        f"{r['pll_cpu_s_scaled_to_all']:.0f}s)")
+    if P is not None:
+        diff = np.abs(P[:c, :c] - Pc)
+        r["pll_max_abs_diff"] = float(diff.max())
+        r["pll_max_rel_diff_to_max_entry"] = float(diff.max() / max(np.abs(Pc).max(), 1e-300))
+        r["pll_speedup_scaled"] = r["pll_cpu_s_scaled_to_all"] / r["pll_gpu_s"]
+    # 4. the final LGC solve (alpha 0.9, argmax certificate) with the observed labels, on each device
+    Y = label_matrix(n, lab, split.y_observed, int(y.max()) + 1)
+    preds = {}
+    for dev, xp in ctx["modules"]:
+        (F, it, _), first = timed(xp, shifted_solve, g.S, Y, 0.9, degree=g.degree, xp=xp)
+        (F, it, _), warm = timed(xp, shifted_solve, g.S, Y, 0.9, degree=g.degree, xp=xp)
+        r[f"lgc_{dev}_first_call_s"], r[f"lgc_{dev}_s"], r[f"lgc_{dev}_iterations"] = first, warm, int(it)
+        preds[dev] = F.argmax(axis=1)
+        unl = np.ones(n, dtype=bool)
+        unl[lab] = False
+        r[f"lgc_{dev}_unlabelled_accuracy"] = float(np.mean(preds[dev][unl] == y[unl]))
+        say(f"million: LGC {dev} {warm:.2f}s ({it} iterations)")
+    if "gpu" in preds:
+        r["lgc_argmax_differs_gpu_cpu"] = int(np.sum(preds["gpu"] != preds["cpu"]))
+        r["lgc_speedup"] = r["lgc_cpu_s"] / r["lgc_gpu_s"]
+        r["autol_gpu_s_without_adam"] = r["pll_gpu_s"] + r["lgc_gpu_s"]
+        r["autol_cpu_s_without_adam"] = r["pll_cpu_s_scaled_to_all"] + r["lgc_cpu_s"]
+        r["autol_speedup_without_adam"] = r["autol_cpu_s_without_adam"] / r["autol_gpu_s_without_adam"]
+    # 5. what the Adam loop needs, for --finish
+    out = ctx["out"]
+    out.mkdir(parents=True, exist_ok=True)
+    P = P if P is not None else Pc      # without a GPU: the CPU's labels (the first c)
+    m = P.shape[0]
+    np.save(out / "million_pll.npy", P)
+    np.savez(out / "million_split.npz", labeled=lab[:m], y_observed=split.y_observed[:m],
+             y_clean=split.y_clean[:m], flipped=split.flipped[:m], n_classes=int(y.max()) + 1)
+    r["saved"] = f"million_pll.npy ({m} x {m}, {'GPU' if m == l and cp is not None else 'CPU'}), million_split.npz"
+
+
 SECTIONS = [("graph", sec_graph, 0), ("lgc", sec_lgc, 20), ("cg_iter", sec_cg_iter, 10), ("pll", sec_pll, 40),
-            ("eig", sec_eig, 40)]
+            ("eig", sec_eig, 40), ("million", sec_million, 60)]
 
 
 def environment(ctx) -> dict:
@@ -390,7 +575,7 @@ def write(out: Path, rep: dict) -> None:
 
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True, help="mnist.npz (X uint8 (n, 784), y)")
+    ap.add_argument("--data", type=Path, default=None, help="mnist.npz (X uint8 (n, 784), y); not with --finish")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", choices=("auto", "cpu"), default="auto")
     ap.add_argument("--n", type=int, default=0, help="use the first n points only (0: all)")
@@ -400,12 +585,62 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--pll-labels", type=int, default=1000)
     ap.add_argument("--pll-cpu-cols", type=int, default=256)
     ap.add_argument("--eig-p", type=int, default=20)
+    ap.add_argument("--million", type=int, default=0,
+                    help="points of the AutoL section 'million' (InfiMNIST-style beyond 70,000; 0: skip it)")
+    ap.add_argument("--million-labels", type=int, default=1000)
+    ap.add_argument("--million-noise", type=float, default=0.2)
+    ap.add_argument("--million-cpu-cols", type=int, default=64, help="P_LL columns the CPU solves (scaled)")
+    ap.add_argument("--million-check", type=int, default=1000, help="rows whose neighbours the CPU checks")
     ap.add_argument("--only", default="", help="comma-separated sections (default all)")
-    return ap.parse_args(argv)
+    ap.add_argument("--finish", type=Path, default=None,
+                    help="an --out folder of a run with 'million': add the Adam loop (TensorFlow, here) to it")
+    a = ap.parse_args(argv)
+    if a.data is None and a.finish is None:
+        ap.error("--data is required (or --finish)")
+    return a
+
+
+def finish(src: Path, out: Path) -> dict:
+    """Section ``million`` completed here: AutoL's Adam loop (lgcexp's own, TensorFlow, AutoL's defaults) on
+    the P_LL that the run in ``src`` saved; its seconds added to both devices' AutoL totals (its cost does
+    not depend on n); the labels it drops judged against the flips. Writes gpu.json/gpu.md to ``out``."""
+    from sklearn.metrics import roc_auc_score
+
+    from lgcexp.algorithms.autol import AutoL, LooModel, loo_matrix, optimize_weights
+
+    rep = json.loads((src / "gpu.json").read_text())
+    r = rep.setdefault("million", {})
+    P = np.load(src / "million_pll.npy").astype(np.float64)
+    with np.load(src / "million_split.npz") as z:
+        y_obs, flipped, n_classes = z["y_observed"], z["flipped"].astype(bool), int(z["n_classes"])
+    algo = AutoL()
+    A, isolated = loo_matrix(P)
+    model = LooModel(A, y_obs, n_classes, loss=algo.loss, normalize=algo.normalize, dtype=algo.dtype,
+                     row_weight=(~isolated).astype(float))
+    omega, ost = optimize_weights(model, steps=algo.steps, lr=algo.lr, beta1=algo.beta1, beta2=algo.beta2,
+                                  epsilon=algo.epsilon, xla=algo.xla, chunk=algo.chunk)
+    dropped = omega <= 0.0
+    tp = int(np.sum(dropped & flipped))
+    r["adam_steps"], r["adam_s"] = int(algo.steps), float(ost["seconds"])
+    r["adam_where"] = f"here, after the run: {platform.node()}, {os.cpu_count()} cores, TensorFlow on the CPU"
+    r["labels_dropped"], r["labels_flipped"] = int(dropped.sum()), int(flipped.sum())
+    r["drop_precision"] = tp / max(1, int(dropped.sum()))
+    r["drop_recall"] = tp / max(1, int(flipped.sum()))
+    r["drop_f1"] = 2 * tp / max(1, int(dropped.sum()) + int(flipped.sum()))
+    if 0 < flipped.sum() < flipped.size:
+        r["auc_minus_omega"] = float(roc_auc_score(flipped, -omega))
+    if "autol_gpu_s_without_adam" in r:
+        r["autol_gpu_s"] = r["autol_gpu_s_without_adam"] + r["adam_s"]
+        r["autol_cpu_s"] = r["autol_cpu_s_without_adam"] + r["adam_s"]
+        r["autol_speedup"] = r["autol_cpu_s"] / r["autol_gpu_s"]
+    write(out, rep)
+    say(f"finish: Adam {r['adam_s']:.1f}s, {r['labels_dropped']} labels dropped (F1 {r['drop_f1']:.3f})")
+    return rep
 
 
 def main(argv=None) -> int:
-    rep = bench(parse(argv))
+    a = parse(argv)
+    rep = finish(a.finish, a.out) if a.finish is not None else bench(a)
     print(to_markdown(rep), flush=True)
     return 0
 
@@ -422,14 +657,35 @@ def run(quick: bool = False) -> dict:
     return bench(parse(argv + (["--n", "10000"] if quick else [])))
 
 
+def make_million(a: argparse.Namespace) -> tuple[tuple[Path, Path], float]:
+    """The InfiMNIST-style set of section ``million`` (scripts/make_infimnist.py, seed 0), made in worker
+    processes before CUDA or any thread pool starts in this one (they are forked)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import make_infimnist as mi
+    finally:
+        sys.path.pop(0)
+    t0 = time.perf_counter()
+    out_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "lgcexp-bench-infimnist"
+    files = mi.make(a.million, 0, out_dir, a.data, quiet=True, workers=os.cpu_count() or 1)
+    s = time.perf_counter() - t0
+    say(f"million: {a.million:,d} points made in {s:.1f}s ({os.cpu_count()} processes)")
+    return files, s
+
+
 def bench(a: argparse.Namespace) -> dict:
     budget = Budget(a.budget)
+    pre: dict = {}
+    if a.million > 70000 and (not a.only or "million" in a.only.split(",")):
+        pre["million_files"], pre["million_data_s"] = make_million(a)
     from lgcexp import devices
 
     devices.configure(a.device)
     cp = devices.gpu_module()
     ctx = {"device": a.device, "cp": cp, "k": a.k, "lgc_labels": a.lgc_labels, "pll_labels": a.pll_labels,
-           "pll_cpu_cols": a.pll_cpu_cols, "eig_p": a.eig_p}
+           "pll_cpu_cols": a.pll_cpu_cols, "eig_p": a.eig_p, "data": a.data, "out": a.out, "million": a.million,
+           "million_labels": a.million_labels, "million_noise": a.million_noise,
+           "million_cpu_cols": a.million_cpu_cols, "million_check": a.million_check, **pre}
     ctx["modules"] = [("cpu", np)] + ([("gpu", cp)] if cp is not None else [])
     rep: dict = {}
     try:
@@ -451,7 +707,9 @@ def bench(a: argparse.Namespace) -> dict:
             continue
         r: dict = {}
         rep[name] = r
-        if name != "graph" and "graph" not in ctx:
+        if name == "million" and not a.million:
+            r["skipped"] = "--million not given"
+        elif name not in ("graph", "million") and "graph" not in ctx:
             r["skipped"] = "no graph"
         elif budget.left() < need:
             r["skipped"] = f"time budget: {budget.left():.0f}s left, needs about {need}s"

@@ -104,9 +104,33 @@ def _copy_prefix(larger: tuple[Path, Path], n: int, x_path: Path, y_path: Path) 
     return x_path, y_path
 
 
+def _block_rows(base: np.ndarray, b: int, n: int, seed: int, settings: dict) -> np.ndarray:
+    """Rows of block ``b`` (at most BLOCK, float32, flattened): digits, or their deformations by the
+    block's own generator ``default_rng([seed, b])`` (so any worker makes the same bytes)."""
+    start = b * BLOCK
+    stop = min(n, start + BLOCK)
+    block = base[np.arange(start, stop) % N_MNIST].astype(np.float32)
+    if start >= N_MNIST:  # BLOCK divides 70000: a block is all digits or all deformations
+        block = deform_block(block, np.random.default_rng([seed, b]), draws=BLOCK, **settings)
+    return block.reshape(stop - start, -1)
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(mnist_path: str) -> None:
+    with np.load(mnist_path) as z:
+        _WORKER["base"] = z["X"].reshape(-1, SIDE, SIDE)
+
+
+def _worker_block(b: int, n: int, seed: int, settings: dict) -> np.ndarray:
+    return _block_rows(_WORKER["base"], b, n, seed, settings)
+
+
 def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8.0, sigma: float = 4.0,
-         rotate: float = 10.0, shift: float = 2.0, quiet: bool = False) -> tuple[Path, Path]:
-    """Write the first ``n`` rows of the set (see the module doc) and return (X path, y path)."""
+         rotate: float = 10.0, shift: float = 2.0, quiet: bool = False, workers: int = 1) -> tuple[Path, Path]:
+    """Write the first ``n`` rows of the set (see the module doc) and return (X path, y path).
+    ``workers`` > 1 deforms the blocks in that many processes (fork); the file's bytes do not change."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"infimnist-{n}-s{seed}"
     x_path, y_path = Path(f"{stem}-X.npy"), Path(f"{stem}-y.npy")
@@ -121,15 +145,23 @@ def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8
     tmp_x = x_path.with_name(f".{x_path.name}.{os.getpid()}.tmp")
     X = np.lib.format.open_memmap(tmp_x, mode="w+", dtype=np.float32, shape=(n, SIDE * SIDE))
     t0 = time.perf_counter()
+    settings = {"alpha": alpha, "sigma": sigma, "rotate": rotate, "shift": shift}
+    n_blocks = -(-n // BLOCK)
+    pool = None
     try:
-        for b, start in enumerate(range(0, n, BLOCK)):
-            stop = min(n, start + BLOCK)
-            src = np.arange(start, stop) % N_MNIST
-            block = base[src].astype(np.float32)
-            if start >= N_MNIST:  # BLOCK divides 70000: a block is all digits or all deformations
-                rng = np.random.default_rng([seed, b])
-                block = deform_block(block, rng, alpha=alpha, sigma=sigma, rotate=rotate, shift=shift, draws=BLOCK)
-            X[start:stop] = block.reshape(stop - start, -1)
+        if workers > 1 and n_blocks > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(min(workers, n_blocks), mp_context=mp.get_context("fork"),
+                                       initializer=_worker_init, initargs=(str(mnist_path),))
+            blocks = pool.map(_worker_block, range(n_blocks), *zip(*[(n, seed, settings)] * n_blocks))
+        else:
+            blocks = (_block_rows(base, b, n, seed, settings) for b in range(n_blocks))
+        for b, rows in enumerate(blocks):
+            start = b * BLOCK
+            stop = start + rows.shape[0]
+            X[start:stop] = rows
             if not quiet and (b % 10 == 0 or stop == n):
                 print(f"  {stop:>9,d} / {n:,d} rows  {time.perf_counter() - t0:6.1f}s", file=sys.stderr, flush=True)
         X.flush()
@@ -139,6 +171,9 @@ def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8
         if tmp_x.exists():
             tmp_x.unlink()
         raise
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     tmp_y = y_path.with_name(f".{y_path.name}.{os.getpid()}.tmp.npy")
     np.save(tmp_y, labels[np.arange(n) % N_MNIST])
     os.replace(tmp_y, y_path)
@@ -171,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sigma", type=float, default=4.0, help="Gaussian smoothing of the displacement field")
     ap.add_argument("--rotate", type=float, default=10.0, help="maximum rotation in degrees")
     ap.add_argument("--shift", type=float, default=2.0, help="maximum translation in pixels")
+    ap.add_argument("--workers", type=int, default=1, help="processes deforming blocks (same file for any number)")
     a = ap.parse_args(argv)
     if a.n < 1:
         ap.error("--n must be at least 1")
@@ -179,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     if not mnist.is_file():
         ap.error(f"{mnist}: no such file (set LGCEXP_DATA_DIR or --mnist)")
     t0 = time.perf_counter()
-    x_path, y_path = make(a.n, a.seed, out, mnist, alpha=a.alpha, sigma=a.sigma, rotate=a.rotate, shift=a.shift)
+    x_path, y_path = make(a.n, a.seed, out, mnist, alpha=a.alpha, sigma=a.sigma, rotate=a.rotate, shift=a.shift,
+                          workers=a.workers)
     print(f"{x_path}\n{y_path}\n({time.perf_counter() - t0:.1f}s)")
     return 0
 

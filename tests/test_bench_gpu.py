@@ -39,7 +39,8 @@ def test_bench_gpu_cpu_only_without_optional_modules(tmp_path):
     _small_mnist(data)
     out = tmp_path / "out"
     argv = ["--data", str(data), "--out", str(out), "--device", "cpu", "--budget", "120",
-            "--pll-labels", "60", "--pll-cpu-cols", "40", "--lgc-labels", "30", "--eig-p", "4"]
+            "--pll-labels", "60", "--pll-cpu-cols", "40", "--lgc-labels", "30", "--eig-p", "4",
+            "--million", "1000", "--million-labels", "100", "--million-cpu-cols", "100", "--million-check", "300"]
     code = RUNNER.format(blocked=BLOCKED, argv=argv, script=str(ROOT / "scripts" / "bench_gpu.py"))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False,
                           env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
@@ -49,7 +50,7 @@ def test_bench_gpu_cpu_only_without_optional_modules(tmp_path):
     assert (out / "gpu.md").exists()
     assert rep["environment"]["gpu"] is None
     assert rep["environment"]["imported_of_hydra_omegaconf_tensorflow_faiss"] == []
-    for name in ("graph", "lgc", "cg_iter", "pll", "eig"):
+    for name in ("graph", "lgc", "cg_iter", "pll", "eig", "million"):
         assert "error" not in rep[name] and "skipped" not in rep[name], (name, rep[name])
     lgc = rep["lgc"]
     # the certified stop predicts what the solve to 1e-10 predicts, point for point
@@ -59,3 +60,53 @@ def test_bench_gpu_cpu_only_without_optional_modules(tmp_path):
     assert rep["graph"]["nnz_S"] >= 1200 * 15
     assert rep["pll"]["cpu_columns"] == 40
     assert abs(rep["eig"]["cpu_lambda_max"] - 1.0) < 1e-6  # S = D^-1/2 W D^-1/2 has top eigenvalue 1
+    m = rep["million"]
+    # the float32 candidates re-ranked in float64 find the exact neighbours of the checked rows, in order
+    assert m["search_module"] == "numpy" and m["recall_at_k"] == 1.0 and m["same_lists_in_order"] == 1.0
+    assert m["max_abs_dist_diff"] < 1e-9
+    assert m["lgc_cpu_unlabelled_accuracy"] > 0.5 and m["pll_cpu_columns"] == 100
+    # --finish: AutoL's Adam loop (TensorFlow, allowed here) on the saved P_LL, the flips judged
+    fin = tmp_path / "fin"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu.py"), "--finish", str(out), "--out",
+                           str(fin)], capture_output=True, text=True, check=False, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    f = json.loads((fin / "gpu.json").read_text())["million"]
+    assert f["adam_steps"] == 5000 and f["labels_flipped"] == 20
+    assert f["auc_minus_omega"] > 0.9 and f["drop_f1"] > 0.5
+
+
+def _bench_module():
+    import runpy
+
+    return runpy.run_path(str(ROOT / "scripts" / "bench_gpu.py"), run_name="bench_gpu")
+
+
+def test_smallest_k_by_chunk_minima_equals_a_full_selection():
+    """Several levels of chunk minima (direct=8, chunk=4), uneven widths, ties (small integers): the selected
+    entries are k smallest of each row, by value."""
+    smallest_k = _bench_module()["smallest_k"]
+    rng = np.random.default_rng(3)
+    for M, k in ((1000, 3), (997, 7), (130, 1), (64, 16)):
+        for V in (rng.standard_normal((40, M)), rng.integers(0, 20, (40, M)).astype(float)):
+            sel = smallest_k(np, V, k, chunk=4, direct=8)
+            assert sel.shape == (40, k)
+            assert all(np.unique(row).size == k for row in sel)             # k distinct columns
+            got = np.sort(np.take_along_axis(V, sel, axis=1), axis=1)
+            assert np.array_equal(got, np.sort(V, axis=1)[:, :k])
+
+
+def test_knn_float_is_the_exact_float64_search():
+    """knn_float (float32 GEMM candidates, chunk minima, float64 re-rank) against the float64 reference,
+    on points with near-equal distances (a tight cluster far from the origin) and exact duplicates."""
+    b = _bench_module()
+    rng = np.random.default_rng(5)
+    X = 1000.0 + rng.standard_normal((600, 20)) * 0.01
+    X[10] = X[11]                                        # a duplicate: distance 0, ties broken by index
+    X[300:303] = X[400]
+    dist, idx = b["knn_float"](np, X, 6, block=77, chunk=8, direct=16)
+    cd, ci = b["exact_rows_knn"](X, np.arange(600), 6, block=129)
+    assert np.array_equal(idx, ci)
+    assert np.allclose(dist, cd, rtol=0, atol=1e-12)
+    assert idx[10, 0] == 11 and idx[300, 0] == 301 and idx[400, :3].tolist() == [300, 301, 302]
+    assert not np.any(idx == np.arange(600)[:, None])    # never itself

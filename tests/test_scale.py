@@ -211,6 +211,11 @@ def test_make_infimnist_prefix_property_and_labels(tmp_path):
     assert np.allclose(same, img, atol=1e-3)
     c, _ = mi.make(70010, 8, tmp_path / "c", src, quiet=True)
     assert not np.array_equal(np.load(c, mmap_mode="r")[70000:], new)  # the seed matters
+    # blocks deformed by worker processes give the file one process writes (a full and a short block)
+    one, _ = mi.make(80004, 7, tmp_path / "one", src, quiet=True)
+    many, _ = mi.make(80004, 7, tmp_path / "many", src, quiet=True, workers=2)
+    assert np.array_equal(np.load(one), np.load(many))
+    assert np.array_equal(np.load(one, mmap_mode="r")[:70010], A)
 
 
 def test_exact_knn_graph_searches_on_the_gpu_when_faiss_sees_one(monkeypatch, auto_device):
