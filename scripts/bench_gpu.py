@@ -7,8 +7,9 @@ needed, none is imported), with the repository as the working directory::
     python3 scripts/bench_gpu.py --data .gpu/mnist.npz --out $OUT
 
 (``--device cpu --n 3000 --budget 60`` runs the CPU halves only on a small subset: what the test does.)
-Each section is timed on both devices in the same process, in this order, while the time budget
-(``--budget`` seconds, default 330) lasts; a failing section records its error text and the run goes on:
+Each section is timed on both devices in the same process, in this order (but ``million``, the longest,
+first), while the time budget (``--budget`` seconds, default 330) lasts; a failing section records its error
+text and the run goes on:
 
 1. ``graph``: the exact 15-NN (search depth 15) graph of the points: on the GPU a blocked brute-force
    search (float64 GEMM, exact on integer pixels, ties broken by index, top-k by ``argpartition``), on the
@@ -170,7 +171,10 @@ def knn_float(xp, X: np.ndarray, k: int, *, block: int = 2048, spare: int = 5, c
     sq[:n] = (Xc[:n].astype(xp.float64) ** 2).sum(axis=1).astype(xp.float32)
     dist = np.empty((n, k))
     idx = np.empty((n, k), dtype=np.int64)
-    for s in range(0, n, block):
+    t0 = time.perf_counter()
+    for b, s in enumerate(range(0, n, block)):
+        if b and b % 100 == 0:
+            say(f"knn_float: {s:,d} of {n:,d} rows, {time.perf_counter() - t0:.1f}s")
         e = min(n, s + block)
         G = (Xc[s:e] * np.float32(-2.0)) @ Xc.T
         G += sq[None, :]
@@ -463,6 +467,7 @@ def sec_million(ctx, r):
         knn_float(cp, X[:4096], k)      # warm-up: the kernels compiled
     (dist, idx), r["search_s"] = timed(sx, knn_float, sx, X, k)
     say(f"million: {sx.__name__} search {r['search_s']:.1f}s")
+    ctx["flush"]()
     rows = np.random.default_rng(0).choice(n, size=min(n, ctx["million_check"]), replace=False)
     (cd, ci), s = timed(np, exact_rows_knn, X, rows, k)
     r["cpu_reference_rows"], r["cpu_reference_s"] = int(rows.size), s
@@ -471,6 +476,7 @@ def sec_million(ctx, r):
     r["same_lists_in_order"] = float(np.mean(np.all(ci == idx[rows], axis=1)))
     r["max_abs_dist_diff"] = float(np.max(np.abs(cd - dist[rows])))
     say(f"million: recall@{k} {r['recall_at_k']:.5f} on {rows.size} rows (CPU reference {s:.1f}s)")
+    ctx["flush"]()
     del X
     g, r["affinity_s"] = timed(np, graph_from_lists, dist, idx, k)
     r["nnz_S"], r["sigma"] = int(g.S.nnz), float(g.sigma)
@@ -488,6 +494,7 @@ def sec_million(ctx, r):
         (P, st), r["pll_gpu_s"] = timed(cp, propagation_submatrix, g.S, lab, alpha, xp=cp, **kw)
         r["pll_gpu_iterations"], r["pll_gpu_block"] = st["iterations"], st["block"]
         say(f"million: P_LL GPU {l} columns {r['pll_gpu_s']:.1f}s")
+        ctx["flush"]()
     c = min(l, ctx["million_cpu_cols"])
     m = min(n, 70000)    # the fused float32 kernels compiled first, on the graph of the first points
     propagation_submatrix(g.S[:m][:, :m], np.arange(0, m, max(1, m // 32))[:32], alpha, xp=np, **kw)
@@ -496,6 +503,7 @@ def sec_million(ctx, r):
     r["pll_cpu_s_scaled_to_all"] = r["pll_cpu_s_measured"] * l / c
     say(f"million: P_LL CPU {c} columns {r['pll_cpu_s_measured']:.1f}s (scaled to {l}: "
         f"{r['pll_cpu_s_scaled_to_all']:.0f}s)")
+    ctx["flush"]()
     if P is not None:
         diff = np.abs(P[:c, :c] - Pc)
         r["pll_max_abs_diff"] = float(diff.max())
@@ -513,6 +521,7 @@ def sec_million(ctx, r):
         unl[lab] = False
         r[f"lgc_{dev}_unlabelled_accuracy"] = float(np.mean(preds[dev][unl] == y[unl]))
         say(f"million: LGC {dev} {warm:.2f}s ({it} iterations)")
+        ctx["flush"]()
     if "gpu" in preds:
         r["lgc_argmax_differs_gpu_cpu"] = int(np.sum(preds["gpu"] != preds["cpu"]))
         r["lgc_speedup"] = r["lgc_cpu_s"] / r["lgc_gpu_s"]
@@ -530,8 +539,8 @@ def sec_million(ctx, r):
     r["saved"] = f"million_pll.npy ({m} x {m}, {'GPU' if m == l and cp is not None else 'CPU'}), million_split.npz"
 
 
-SECTIONS = [("graph", sec_graph, 0), ("lgc", sec_lgc, 20), ("cg_iter", sec_cg_iter, 10), ("pll", sec_pll, 40),
-            ("eig", sec_eig, 40), ("million", sec_million, 60)]
+SECTIONS = [("million", sec_million, 60), ("graph", sec_graph, 0), ("lgc", sec_lgc, 20), ("cg_iter", sec_cg_iter, 10),
+            ("pll", sec_pll, 40), ("eig", sec_eig, 40)]
 
 
 def environment(ctx) -> dict:
@@ -707,6 +716,7 @@ def bench(a: argparse.Namespace) -> dict:
             continue
         r: dict = {}
         rep[name] = r
+        ctx["flush"] = lambda: write(a.out, rep)
         if name == "million" and not a.million:
             r["skipped"] = "--million not given"
         elif name not in ("graph", "million") and "graph" not in ctx:
