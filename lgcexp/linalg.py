@@ -107,17 +107,19 @@ def block_cg(
     """
     B, dt, squeeze = as_columns(B)
     xp = array_module(B)
+    # every block keeps B's layout (order "K"): column-major on a GPU (lgcexp.devices.block_order)
     if X0 is None:
         X = xp.zeros_like(B)
-        R = B.copy()
+        R = B.copy(order="K")
     else:
-        X = xp.array(X0, dtype=dt).reshape(B.shape)
+        X = xp.empty_like(B)
+        X[...] = xp.asarray(X0, dtype=dt).reshape(B.shape)
         R = B - matvec(X)
     bnorm = xp.linalg.norm(B, axis=0)
     bnorm[bnorm == 0] = 1.0
     Minv = None if precond is None else xp.asarray(precond, dtype=dt)[:, None]
-    Z = R if Minv is None else Minv * R
-    P = Z.copy()
+    Z = R if Minv is None else xp.multiply(Minv, R, out=xp.empty_like(R))
+    P = Z.copy(order="K")
     T = xp.empty_like(B)
     rz = xp.einsum("ij,ij->j", R, Z)
     it = 0
@@ -135,7 +137,7 @@ def block_cg(
         X += T
         xp.multiply(AP, step, out=AP)
         R -= AP
-        Z = R if Minv is None else Minv * R
+        Z = R if Minv is None else xp.multiply(Minv, R, out=xp.empty_like(R))
         rz_new = xp.einsum("ij,ij->j", R, Z)
         beta = xp.where(rz > 0, rz_new / xp.where(rz > 0, rz, 1.0), 0.0).astype(dt)
         rz = rz_new
@@ -196,8 +198,8 @@ def multishift_cg(
     a0 = float(alphas.max())
     tau = xp.asarray((a0 / alphas - 1.0)[:, None])          # (K, 1)
     K = alphas.size
-    R = B.copy()
-    P = R.copy()
+    R = B.copy(order="K")        # B's layout: column-major on a GPU (lgcexp.devices.block_order)
+    P = R.copy(order="K")
     bnorm = xp.linalg.norm(B, axis=0).astype(np.float64)
     bnorm[bnorm == 0] = 1.0
     rho = xp.einsum("ij,ij->j", R, R).astype(np.float64)
@@ -673,7 +675,7 @@ def shifted_solve(
     """
     import scipy.sparse as sp
 
-    from .devices import solve_module
+    from .devices import block_order, solve_module
 
     B, dt, squeeze = as_columns(to_host(B))
     n = B.shape[0]
@@ -699,7 +701,8 @@ def shifted_solve(
         else:
             X, it, rel = fused_shifted_cg(S, alpha, B, tol=tol, maxiter=maxiter, certify=certify)
     else:
-        X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B), tol=tol, maxiter=maxiter, certify=certify)
+        X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B, order=block_order(xp)), tol=tol,
+                              maxiter=maxiter, certify=certify)
     X = to_host(X)
     if perm is not None:
         out = np.empty_like(X)

@@ -331,10 +331,15 @@ def sec_cg_iter(ctx, r):
     m = 20
     rng = np.random.default_rng(0)
     B64 = rng.standard_normal((n, 10))
+    from lgcexp.devices import block_order
+
+    runs = [(dev, xp, block_order(xp), "") for dev, xp in ctx["modules"]]
+    if ctx["cp"] is not None:   # what the GPU path did before it kept its blocks column-major
+        runs.append(("gpu", ctx["cp"], "C", "_rowmajor"))
     for dt in (np.float64, np.float32):
-        for dev, xp in ctx["modules"]:
+        for dev, xp, order, suffix in runs:
             S, _ = rcm_reordered(g.S, dt, xp)
-            B = xp.asarray(B64.astype(dt))
+            B = xp.asarray(B64.astype(dt), order=order)
             op = shifted_operator(S, 0.9)
 
             def iters(op=op, B=B):
@@ -345,9 +350,9 @@ def sec_cg_iter(ctx, r):
 
             iters()
             _, s = timed(xp, iters)
-            tag = f"{dev}_{np.dtype(dt).name}"
+            tag = f"{dev}_{np.dtype(dt).name}{suffix}"
             r[f"{tag}_iteration_ms"] = 1e3 * s / m
-            V = xp.asarray(B64.astype(dt))
+            V = xp.asarray(B64.astype(dt), order=order)
             S @ V
             _, s = timed(xp, lambda S=S, V=V: [S @ V for _ in range(m)])
             r[f"{tag}_spmm_ms"] = 1e3 * s / m
@@ -371,6 +376,11 @@ def sec_pll(ctx, r):
         (Pg, st), s = timed(ctx["cp"], propagation_submatrix, g.S, lab, 0.9, xp=ctx["cp"], **kw)
         r["gpu_s"], r["gpu_iterations"], r["gpu_block"] = s, st["iterations"], st["block"]
         say(f"pll: GPU {l} columns {s:.2f}s")
+        # the same blocks row-major: the GPU path before it kept them column-major
+        (Pr, _), r["gpu_rowmajor_s"] = timed(ctx["cp"], _pll_columns, g.S, lab, l, xp=ctx["cp"], order="C",
+                                              block=st["block"], **kw)
+        r["gpu_rowmajor_max_abs_diff"] = float(np.abs(Pr - Pg).max())
+        say(f"pll: GPU row-major blocks {r['gpu_rowmajor_s']:.2f}s")
     c = min(l, ctx["pll_cpu_cols"])
     # the CPU solves the first c columns: P_LL[:, :c] needs all rows, so solve columns lab[:c] and read rows lab
     (Pc, st), s = timed(np, _pll_columns, g.S, lab, c, **kw)
@@ -386,23 +396,25 @@ def sec_pll(ctx, r):
         r["max_rel_diff_to_max_entry"] = float(diff.max() / max(np.abs(Pc).max(), 1e-300))
 
 
-def _pll_columns(S, lab, c, tol, dtype):
-    """Columns 0..c-1 of P_LL (rows at all of ``lab``), by the same code path as propagation_submatrix."""
+def _pll_columns(S, lab, c, tol, dtype, xp=np, order="C", block=None):
+    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.linalg.block_cg` in blocks laid out
+    in ``order`` in ``xp`` (propagation_submatrix's non-fused path, with the layout chosen)."""
     from lgcexp.algorithms.propagation import _prepare_columns
+    from lgcexp.devices import to_host
     from lgcexp.linalg import block_cg, shifted_operator
 
     dt = np.dtype(dtype)
-    Sd, rows, block = _prepare_columns(S, lab, dt, None, True, np)
+    Sd, rows, block = _prepare_columns(S, lab, dt, block, True, xp)
     n = S.shape[0]
     P = np.zeros((lab.size, c))
     iters = 0
     for s0 in range(0, c, block):
         cols = np.arange(s0, min(c, s0 + block))
-        E = np.zeros((n, cols.size), dtype=dt)
-        E[rows[cols], np.arange(cols.size)] = 1.0
+        E = xp.zeros((n, cols.size), dtype=dt, order=order)
+        E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
         X, it, _ = block_cg(shifted_operator(Sd, 0.9), E, tol=tol)
         X *= 1.0 - 0.9
-        P[:, cols] = X[rows]
+        P[:, cols] = to_host(X[xp.asarray(rows)])
         iters = max(iters, it)
     np.maximum(P, 0.0, out=P)
     return P, iters
@@ -476,6 +488,17 @@ def sec_million(ctx, r):
     r["same_lists_in_order"] = float(np.mean(np.all(ci == idx[rows], axis=1)))
     r["max_abs_dist_diff"] = float(np.max(np.abs(cd - dist[rows])))
     say(f"million: recall@{k} {r['recall_at_k']:.5f} on {rows.size} rows (CPU reference {s:.1f}s)")
+    try:   # lgcexp's own exact CPU search (faiss IndexFlatL2, every core) on the same rows, scaled
+        from lgcexp.graph.search import faiss_exact_search
+
+        faiss_exact_search(X[:2000], k, rows[:10] % 2000)
+        (fd, fi), s = timed(np, faiss_exact_search, X, k, rows)
+        r["cpu_faiss_s"], r["cpu_faiss_s_scaled_to_all"] = s, s * n / rows.size
+        r["recall_at_k_faiss_vs_reference"] = float(np.mean([np.intersect1d(a, b).size for a, b in zip(ci, fi)]) / k)
+        r["search_speedup_vs_faiss_scaled"] = r["cpu_faiss_s_scaled_to_all"] / r["search_s"]
+        say(f"million: faiss CPU search of {rows.size} rows {s:.1f}s")
+    except Exception as exc:  # noqa: BLE001 - no faiss on that machine: recorded
+        r["cpu_faiss"] = f"not run: {type(exc).__name__}: {exc}"
     ctx["flush"]()
     del X
     g, r["affinity_s"] = timed(np, graph_from_lists, dist, idx, k)
@@ -493,7 +516,11 @@ def sec_million(ctx, r):
         propagation_submatrix(g.S, lab[:64], alpha, xp=cp, **kw)     # warm-up: transfer, kernels
         (P, st), r["pll_gpu_s"] = timed(cp, propagation_submatrix, g.S, lab, alpha, xp=cp, **kw)
         r["pll_gpu_iterations"], r["pll_gpu_block"] = st["iterations"], st["block"]
-        say(f"million: P_LL GPU {l} columns {r['pll_gpu_s']:.1f}s")
+        say(f"million: P_LL GPU {l} columns {r['pll_gpu_s']:.1f}s (blocks of {st['block']})")
+        (P1, st), r["pll_gpu_one_block_s"] = timed(cp, propagation_submatrix, g.S, lab, alpha, xp=cp, block=l, **kw)
+        r["pll_gpu_one_block_max_abs_diff"] = float(np.abs(P1 - P).max())
+        say(f"million: P_LL GPU {l} columns in one block {r['pll_gpu_one_block_s']:.1f}s")
+        del P1
         ctx["flush"]()
     c = min(l, ctx["million_cpu_cols"])
     m = min(n, 70000)    # the fused float32 kernels compiled first, on the graph of the first points
