@@ -703,7 +703,7 @@ def shifted_solve(
     else:
         X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B, order=block_order(xp)), tol=tol,
                               maxiter=maxiter, certify=certify)
-    X = to_host(X)
+    X = np.ascontiguousarray(to_host(X))     # row-major on the host, whatever the device's layout
     if perm is not None:
         out = np.empty_like(X)
         out[perm] = X

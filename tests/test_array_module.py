@@ -67,7 +67,7 @@ def test_shifted_solve_with_another_array_module_equals_numpy(xp, layouts):
     layouts.clear()
     out, it, _ = linalg.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=xp)
     assert layouts and all(f and not c for c, f in layouts)       # the device: column-major, every product
-    assert it == it_ref
+    assert it == it_ref and out.flags.c_contiguous                  # row-major again on the host
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-14)
     S_dev, _ = linalg.rcm_reordered(g.S, np.float64, xp)
     assert linalg.rcm_reordered(g.S, np.float64, xp)[0] is S_dev         # copied to the device once
