@@ -110,14 +110,6 @@ def sparse_module(xp: Any) -> Any:
     return csp
 
 
-def block_order(xp: Any) -> str:
-    """The memory layout of an (n, c) block of right-hand sides solved in ``xp``: ``"F"`` (column-major) for
-    CuPy, whose sparse product (cuSPARSE SpMM) takes and returns column-major blocks (a row-major block is
-    copied to column-major at every product, and the mixed layouts make the updates strided); ``"C"`` for
-    numpy (scipy's CSR product and the fused kernels read rows)."""
-    return "C" if xp is np else "F"
-
-
 def to_host(a: Any) -> Any:
     """``a`` as a numpy array (a copy from the GPU; numpy arrays unchanged)."""
     return a.get() if is_device_array(a) else a

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .devices import array_module, sparse_module, to_host
+from .devices import array_module, is_device_array, sparse_module, to_host
 
 
 class NotConverged(RuntimeError):
@@ -53,11 +53,47 @@ def not_converged(message: str) -> None:
     warnings.warn(message, ConvergenceWarning, stacklevel=3)
 
 
+#: CuPy's kernel for a CSR matrix on the GPU times a row-major block (made at the first use)
+_ROWMAJOR_PRODUCT = None
+
+_ROWMAJOR_SOURCE = """
+const ptrdiff_t row = i / ncols;
+const ptrdiff_t col = i - row * ncols;
+T acc = 0;
+for (I p = indptr[row]; p < indptr[row + 1]; ++p) {
+    acc += data[p] * V[(ptrdiff_t)indices[p] * ncols + col];
+}
+out = acc;
+"""
+
+
+def sparse_product(S, V):
+    """``S @ V``. For a CSR matrix on the GPU and a row-major (C-contiguous) block V of S's dtype, lgcexp's
+    own kernel: one thread per output entry, the threads of a warp on neighbouring columns of one row, so
+    each stored entry of S is read once per warp and the rows of V it selects are read whole (coalesced).
+    CuPy's product (cuSPARSE SpMM) takes column-major blocks only: it copies a row-major V at every
+    product and then gathers each column's entries one by one. The sum over a row runs in the stored order,
+    as scipy's does."""
+    global _ROWMAJOR_PRODUCT
+    if not (is_device_array(S) and getattr(S, "format", None) == "csr" and getattr(V, "ndim", 0) == 2
+            and V.flags.c_contiguous and V.dtype == S.dtype):
+        return S @ V
+    import cupy
+
+    if _ROWMAJOR_PRODUCT is None:
+        _ROWMAJOR_PRODUCT = cupy.ElementwiseKernel(
+            "raw T data, raw I indices, raw I indptr, raw T V, int64 ncols", "T out", _ROWMAJOR_SOURCE,
+            "lgcexp_csr_times_rowmajor")
+    out = cupy.empty((S.shape[0], V.shape[1]), dtype=V.dtype)
+    _ROWMAJOR_PRODUCT(S.data, S.indices, S.indptr, V.ravel(), V.shape[1], out)
+    return out
+
+
 def shifted_operator(S, alpha: float) -> Callable[[np.ndarray], np.ndarray]:
     """``V -> (I - alpha S) V`` with one temporary (the LGC system matrix, paper Eq. for P)."""
 
     def apply(V: np.ndarray) -> np.ndarray:
-        out = S @ V
+        out = sparse_product(S, V)
         out *= -alpha
         out += V
         return out
@@ -107,7 +143,7 @@ def block_cg(
     """
     B, dt, squeeze = as_columns(B)
     xp = array_module(B)
-    # every block keeps B's layout (order "K"): column-major on a GPU (lgcexp.devices.block_order)
+    # every block keeps B's layout (order "K"; row-major for sparse_product's GPU kernel)
     if X0 is None:
         X = xp.zeros_like(B)
         R = B.copy(order="K")
@@ -198,7 +234,7 @@ def multishift_cg(
     a0 = float(alphas.max())
     tau = xp.asarray((a0 / alphas - 1.0)[:, None])          # (K, 1)
     K = alphas.size
-    R = B.copy(order="K")        # B's layout: column-major on a GPU (lgcexp.devices.block_order)
+    R = B.copy(order="K")        # B's layout (row-major for sparse_product's GPU kernel)
     P = R.copy(order="K")
     bnorm = xp.linalg.norm(B, axis=0).astype(np.float64)
     bnorm[bnorm == 0] = 1.0
@@ -675,7 +711,7 @@ def shifted_solve(
     """
     import scipy.sparse as sp
 
-    from .devices import block_order, solve_module
+    from .devices import solve_module
 
     B, dt, squeeze = as_columns(to_host(B))
     n = B.shape[0]
@@ -701,9 +737,8 @@ def shifted_solve(
         else:
             X, it, rel = fused_shifted_cg(S, alpha, B, tol=tol, maxiter=maxiter, certify=certify)
     else:
-        X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B, order=block_order(xp)), tol=tol,
-                              maxiter=maxiter, certify=certify)
-    X = np.ascontiguousarray(to_host(X))     # row-major on the host, whatever the device's layout
+        X, it, rel = block_cg(shifted_operator(S, alpha), xp.asarray(B), tol=tol, maxiter=maxiter, certify=certify)
+    X = to_host(X)
     if perm is not None:
         out = np.empty_like(X)
         out[perm] = X

@@ -324,18 +324,16 @@ def sec_lgc(ctx, r):
 
 
 def sec_cg_iter(ctx, r):
-    from lgcexp.linalg import NotConverged, block_cg, rcm_reordered, shifted_operator
+    from lgcexp.linalg import NotConverged, block_cg, rcm_reordered, shifted_operator, sparse_product
 
     g = ctx["graph"]
     n = g.S.shape[0]
     m = 20
     rng = np.random.default_rng(0)
     B64 = rng.standard_normal((n, 10))
-    from lgcexp.devices import block_order
-
-    runs = [(dev, xp, block_order(xp), "") for dev, xp in ctx["modules"]]
-    if ctx["cp"] is not None:   # what the GPU path did before it kept its blocks column-major
-        runs.append(("gpu", ctx["cp"], "C", "_rowmajor"))
+    runs = [(dev, xp, "C", "") for dev, xp in ctx["modules"]]
+    if ctx["cp"] is not None:   # column-major blocks: CuPy's own product (cuSPARSE SpMM), not lgcexp's kernel
+        runs.append(("gpu", ctx["cp"], "F", "_cusparse"))
     for dt in (np.float64, np.float32):
         for dev, xp, order, suffix in runs:
             S, _ = rcm_reordered(g.S, dt, xp)
@@ -353,13 +351,40 @@ def sec_cg_iter(ctx, r):
             tag = f"{dev}_{np.dtype(dt).name}{suffix}"
             r[f"{tag}_iteration_ms"] = 1e3 * s / m
             V = xp.asarray(B64.astype(dt), order=order)
-            S @ V
-            _, s = timed(xp, lambda S=S, V=V: [S @ V for _ in range(m)])
+            sparse_product(S, V)
+            _, s = timed(xp, lambda S=S, V=V: [sparse_product(S, V) for _ in range(m)])
             r[f"{tag}_spmm_ms"] = 1e3 * s / m
+            if suffix:     # lgcexp's kernel against cuSPARSE on the same product
+                mine = sparse_product(S, xp.ascontiguousarray(V))
+                r[f"{tag}_max_abs_diff_to_kernel"] = float(xp.abs(mine - S @ V).max())
             say(f"cg_iter: {tag} {r[f'{tag}_iteration_ms']:.2f} ms/iteration, S@V {r[f'{tag}_spmm_ms']:.2f} ms")
         if ctx["cp"] is not None:
             nm = np.dtype(dt).name
             r[f"speedup_iteration_{nm}"] = r[f"cpu_{nm}_iteration_ms"] / r[f"gpu_{nm}_iteration_ms"]
+    if ctx["cp"] is not None:
+        _profile_wide_block(ctx["cp"], g, r)
+
+
+def _profile_wide_block(cp, g, r, c: int = 1000) -> None:
+    """Where one CG iteration's time goes on the GPU with a P_LL-wide float32 block (n x c): the product by
+    lgcexp's kernel and by cuSPARSE, the column reductions and an update, each the mean of 10."""
+    from lgcexp.linalg import rcm_reordered, sparse_product
+
+    S, _ = rcm_reordered(g.S, np.float32, cp)
+    A = cp.asarray(np.random.default_rng(1).standard_normal((g.n, c), dtype=np.float32))
+    B = A * np.float32(0.5)
+    F = cp.asfortranarray(A)
+    ones = cp.ones(g.n, dtype=cp.float32)
+    ops = {"product_kernel": lambda: sparse_product(S, A), "product_cusparse_colmajor": lambda: S @ F,
+           "einsum_colsum": lambda: cp.einsum("ij,ij->j", A, B), "gemv_colsum": lambda: ones @ (A * B),
+           "einsum_colsum_colmajor": lambda: cp.einsum("ij,ij->j", F, F),
+           "norm_axis0": lambda: cp.linalg.norm(A, axis=0), "axpy_inplace": lambda: A.__iadd__(B)}
+    for name, op in ops.items():
+        op()
+        _, s = timed(cp, lambda op=op: [op() for _ in range(10)])
+        r[f"wide_{c}_{name}_ms"] = 1e3 * s / 10
+    r[f"wide_{c}_array_mib"] = g.n * c * 4 / 2**20
+    say("cg_iter: " + ", ".join(f"{k[len(f'wide_{c}_'):]} {v:.2f}" for k, v in r.items() if k.startswith("wide_")))
 
 
 def sec_pll(ctx, r):
@@ -376,11 +401,11 @@ def sec_pll(ctx, r):
         (Pg, st), s = timed(ctx["cp"], propagation_submatrix, g.S, lab, 0.9, xp=ctx["cp"], **kw)
         r["gpu_s"], r["gpu_iterations"], r["gpu_block"] = s, st["iterations"], st["block"]
         say(f"pll: GPU {l} columns {s:.2f}s")
-        # the same blocks row-major: the GPU path before it kept them column-major
-        (Pr, _), r["gpu_rowmajor_s"] = timed(ctx["cp"], _pll_columns, g.S, lab, l, xp=ctx["cp"], order="C",
+        # the same blocks column-major, multiplied by CuPy's own product (cuSPARSE SpMM)
+        (Pr, _), r["gpu_cusparse_s"] = timed(ctx["cp"], _pll_columns, g.S, lab, l, xp=ctx["cp"], order="F",
                                               block=st["block"], **kw)
-        r["gpu_rowmajor_max_abs_diff"] = float(np.abs(Pr - Pg).max())
-        say(f"pll: GPU row-major blocks {r['gpu_rowmajor_s']:.2f}s")
+        r["gpu_cusparse_max_abs_diff"] = float(np.abs(Pr - Pg).max())
+        say(f"pll: GPU column-major blocks, cuSPARSE {r['gpu_cusparse_s']:.2f}s")
     c = min(l, ctx["pll_cpu_cols"])
     # the CPU solves the first c columns: P_LL[:, :c] needs all rows, so solve columns lab[:c] and read rows lab
     (Pc, st), s = timed(np, _pll_columns, g.S, lab, c, **kw)
@@ -627,7 +652,7 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--million-noise", type=float, default=0.2)
     ap.add_argument("--million-cpu-cols", type=int, default=64, help="P_LL columns the CPU solves (scaled)")
     ap.add_argument("--million-check", type=int, default=1000, help="rows whose neighbours the CPU checks")
-    ap.add_argument("--only", default="", help="comma-separated sections (default all)")
+    ap.add_argument("--only", default="", help="comma-separated sections, run in that order (default all)")
     ap.add_argument("--finish", type=Path, default=None,
                     help="an --out folder of a run with 'million': add the Adam loop (TensorFlow, here) to it")
     a = ap.parse_args(argv)
@@ -737,10 +762,9 @@ def bench(a: argparse.Namespace) -> dict:
     ctx["y"] = np.asarray(y, dtype=np.int64)
     rep["environment"]["n"] = int(X.shape[0])
     write(a.out, rep)
-    only = {s for s in a.only.split(",") if s}
-    for name, fn, need in SECTIONS:
-        if only and name not in only:
-            continue
+    only = [s for s in a.only.split(",") if s]
+    by_name = {sec[0]: sec for sec in SECTIONS}
+    for name, fn, need in ([by_name[s] for s in only if s in by_name] if only else SECTIONS):
         r: dict = {}
         rep[name] = r
         ctx["flush"] = lambda: write(a.out, rep)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..devices import block_order, solve_module, sparse_module, to_host
+from ..devices import solve_module, sparse_module, to_host
 from ..graph import Graph
 from ..linalg import block_cg, fused_available, fused_shifted_cg, rcm_reordered, shifted_operator, shifted_solve
 
@@ -182,7 +182,7 @@ def propagation_submatrix(
     try:
         for s0 in starts:
             cols = np.arange(s0, min(l, s0 + block))
-            E = xp.zeros((n, cols.size), dtype=dt, order=block_order(xp))
+            E = xp.zeros((n, cols.size), dtype=dt)
             E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
             if solver == "cg":
                 if fused:
@@ -248,7 +248,7 @@ def propagation_submatrices(
     iters, resid = 0, 0.0
     for s0 in range(0, l, block):
         cols = np.arange(s0, min(l, s0 + block))
-        E = xp.zeros((n, cols.size), dtype=dt, order=block_order(xp))
+        E = xp.zeros((n, cols.size), dtype=dt)
         r_c = xp.asarray(rows[cols])
         E[r_c, xp.arange(cols.size)] = 1.0
         pick = (lambda M, r=r_c: M[r, xp.arange(r.size)]) if diagonal_only else (lambda M: M[rows_x])
