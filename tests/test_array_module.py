@@ -54,6 +54,19 @@ def layouts(monkeypatch):
     return seen
 
 
+def test_column_reductions_of_the_gpu_branch_equal_numpys():
+    """The GPU's column dots (ones @ (A * B)) and norms, run with the stand-in module, against einsum."""
+    rng = np.random.default_rng(4)
+    A, B = rng.standard_normal((500, 7)), rng.standard_normal((500, 7))
+    fake = _fake_cupy()
+    assert np.array_equal(linalg.column_dots(A, B), np.einsum("ij,ij->j", A, B))     # numpy: einsum's bits
+    assert np.array_equal(linalg.column_norms(A), np.linalg.norm(A, axis=0))
+    np.testing.assert_allclose(linalg.column_dots(A, B, fake), np.einsum("ij,ij->j", A, B), rtol=1e-12)
+    np.testing.assert_allclose(linalg.column_norms(A, fake), np.linalg.norm(A, axis=0), rtol=1e-12)
+    A32 = A.astype(np.float32)
+    assert linalg.column_dots(A32, A32, fake).dtype == np.float32
+
+
 def test_sparse_product_is_scipys_off_the_gpu():
     g, _ = random_graph(60, 4, seed=2)
     V = np.random.default_rng(0).standard_normal((60, 3))

@@ -83,8 +83,10 @@ def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float3
     return "fused" if specialised is not None else "fused-generic"
 
 
-#: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it
-_GPU_BLOCK_BYTES = 1 << 28
+#: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it and read S fewer times (an H100, 1M
+#: points, 1000 labels: 15.7 s in blocks of 67 columns, 8.2 s in one; scripts/bench_gpu.py); 1 GiB per array
+#: keeps a block's CG (about six such arrays) within a small GPU's memory
+_GPU_BLOCK_BYTES = 1 << 30
 
 
 def _power_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, t: int) -> np.ndarray:
@@ -120,7 +122,7 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
     if block is None and fused:   # the most columns of a specialised product (pll_path)
         block = FUSED_PLL_COLUMNS
     if block is None and xp is not np:
-        # a GPU wants wide blocks (one SpMM over many columns); about 256 MiB per array
+        # a GPU wants wide blocks (one product over many columns); about 1 GiB per array
         block = int(np.clip(_GPU_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 1024))
     if block is None:
         block = int(np.clip(_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 256))
