@@ -22,13 +22,15 @@ text and the run goes on:
    transfer done once before), best of 3; argmax of every point compared;
    "end to end": the search + W + S + the first (cold) certified solve on each device.
 3. ``cg_iter``: one conjugate-gradient iteration with 10 right-hand sides (float64 and float32): 20
-   iterations of :func:`lgcexp.linalg.block_cg` divided by 20, and the bare sparse product S @ V.
+   iterations of :func:`lgcexp.linalg.block_cg` divided by 20, and the bare sparse product
+   (:func:`lgcexp.linalg.sparse_product`); on the GPU also with column-major blocks, which CuPy multiplies by
+   cuSPARSE (products compared), and a per-operation profile of a 1000-column float32 block.
 4. ``pll``: P_LL for ``--pll-labels`` (1000) labels, float32, tol 1e-6 (AutoL's), by
-   :func:`lgcexp.algorithms.propagation.propagation_submatrix`: all columns on the GPU; on the CPU the first
-   ``--pll-cpu-cols`` (256) columns, scaled to all; the common columns compared.
+   :func:`lgcexp.algorithms.propagation.propagation_submatrix`: all columns on the GPU (and again with
+   column-major blocks, cuSPARSE); on the CPU the first ``--pll-cpu-cols`` (256) columns, scaled to all; the
+   common columns compared.
 5. ``eig``: the 20 largest eigenpairs of S (the smallest of L = I - S): cupyx.scipy.sparse.linalg.eigsh
    against scipy.sparse.linalg.eigsh (tol 1e-8), eigenvalues and residuals compared.
-
 6. ``million`` (with ``--million N``): AutoL's run on N points, the InfiMNIST-style set of docs/scale.md
    (``scripts/make_infimnist.py``, seed 0; made first, in one process per core): the exact 15-NN graph on the
    GPU (:func:`knn_float`: float32 GEMM candidates, chunk minima, float64 re-rank; checked against an exact
