@@ -110,6 +110,17 @@ def sparse_module(xp: Any) -> Any:
     return csp
 
 
+def free_device_bytes(xp: Any) -> int | None:
+    """Bytes a new allocation can take on the current GPU: the device's free memory plus what CuPy's memory
+    pool holds unused; None for numpy or when it cannot be read."""
+    if xp is np:
+        return None
+    try:
+        return int(xp.cuda.Device().mem_info[0]) + int(xp.get_default_memory_pool().free_bytes())
+    except Exception:  # noqa: BLE001 - a stand-in module, no device: the caller's default
+        return None
+
+
 def to_host(a: Any) -> Any:
     """``a`` as a numpy array (a copy from the GPU; numpy arrays unchanged)."""
     return a.get() if is_device_array(a) else a

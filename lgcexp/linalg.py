@@ -73,10 +73,12 @@ def sparse_product(S, V):
     each stored entry of S is read once per warp and the rows of V it selects are read whole (coalesced).
     CuPy's product (cuSPARSE SpMM) takes column-major blocks only: it copies a row-major V at every
     product and then gathers each column's entries one by one. The sum over a row runs in the stored order,
-    as scipy's does."""
+    as scipy's does, with fused multiply-adds (NVRTC's default), so float32 results can differ from
+    scipy's in the last bits. Anything else (a vector, a column-major or differently typed V, a host
+    matrix) is ``S @ V``."""
     global _ROWMAJOR_PRODUCT
     if not (is_device_array(S) and getattr(S, "format", None) == "csr" and getattr(V, "ndim", 0) == 2
-            and V.flags.c_contiguous and V.dtype == S.dtype):
+            and V.flags.c_contiguous and V.dtype == S.dtype and S.shape[1] == V.shape[0]):
         return S @ V
     import cupy
 
@@ -93,7 +95,7 @@ def column_dots(A, B, xp=None):
     """The dot product of each column of A with the same column of B (a vector of A's columns). numpy:
     ``einsum``. CuPy: ``ones @ (A * B)``, a cuBLAS matrix-vector product, because CuPy's reduction over the rows
     of a row-major block strides through memory (a 70,000 x 1000 float32 block on an H100: 0.46 ms against
-    3.0 ms for ``einsum``, scripts/bench_gpu.py)."""
+    3.0 ms for ``einsum``, scripts/bench_gpu.py). With ``CUPY_TF32=1`` cuBLAS may sum float32 in TF32."""
     xp = array_module(A) if xp is None else xp
     if xp is np:
         return np.einsum("ij,ij->j", A, B)
@@ -162,19 +164,17 @@ def block_cg(
     """
     B, dt, squeeze = as_columns(B)
     xp = array_module(B)
-    # every block keeps B's layout (order "K"; row-major for sparse_product's GPU kernel)
     if X0 is None:
         X = xp.zeros_like(B)
-        R = B.copy(order="K")
+        R = B.copy()
     else:
-        X = xp.empty_like(B)
-        X[...] = xp.asarray(X0, dtype=dt).reshape(B.shape)
+        X = xp.array(X0, dtype=dt).reshape(B.shape)
         R = B - matvec(X)
     bnorm = column_norms(B, xp)
     bnorm[bnorm == 0] = 1.0
     Minv = None if precond is None else xp.asarray(precond, dtype=dt)[:, None]
-    Z = R if Minv is None else xp.multiply(Minv, R, out=xp.empty_like(R))
-    P = Z.copy(order="K")
+    Z = R if Minv is None else Minv * R
+    P = Z.copy()
     T = xp.empty_like(B)
     rz = column_dots(R, Z, xp)
     it = 0
@@ -192,7 +192,7 @@ def block_cg(
         X += T
         xp.multiply(AP, step, out=AP)
         R -= AP
-        Z = R if Minv is None else xp.multiply(Minv, R, out=xp.empty_like(R))
+        Z = R if Minv is None else Minv * R
         rz_new = column_dots(R, Z, xp)
         beta = xp.where(rz > 0, rz_new / xp.where(rz > 0, rz, 1.0), 0.0).astype(dt)
         rz = rz_new
@@ -249,12 +249,14 @@ def multishift_cg(
     """
     B, dt, _ = as_columns(B)
     xp = array_module(B)
+    if fused:
+        B = np.ascontiguousarray(B)   # the fused kernels index rows of C-ordered blocks
     alphas = np.asarray(alphas, dtype=np.float64).ravel()
     a0 = float(alphas.max())
     tau = xp.asarray((a0 / alphas - 1.0)[:, None])          # (K, 1)
     K = alphas.size
-    R = B.copy(order="K")        # B's layout (row-major for sparse_product's GPU kernel)
-    P = R.copy(order="K")
+    R = B.copy()
+    P = R.copy()
     bnorm = column_norms(B, xp).astype(np.float64)
     bnorm[bnorm == 0] = 1.0
     rho = column_dots(R, R, xp).astype(np.float64)

@@ -138,7 +138,7 @@ def smallest_k(xp, V, k: int, chunk: int = 32, direct: int = 4096):
     A row wider than ``direct`` is narrowed first: its k smallest entries lie in the k chunks (``chunk``
     consecutive columns) with the smallest minima, because a chunk outside them has k smaller minima
     before it; those k chunks are found the same way, one level down. One pass over V (the chunk minima)
-    instead of a selection over every entry."""
+    instead of a selection over every entry. Every row needs at least k finite entries."""
     B, M = V.shape
     if M <= max(direct, k * chunk):
         return xp.argpartition(V, k - 1, axis=1)[:, :k]
@@ -155,7 +155,8 @@ def smallest_k(xp, V, k: int, chunk: int = 32, direct: int = 4096):
 def knn_float(xp, X: np.ndarray, k: int, *, block: int = 2048, spare: int = 5, chunk: int = 32,
               direct: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest neighbours of every row of real-valued X among the others, (distances float64, indices
-    int64), each (n, k), nearest first (equal distances by index). Candidates: the k + ``spare`` smallest of
+    int64), each (n, k), nearest first (equal distances by index among the candidates kept: more than
+    ``spare`` points tied at the k-th distance may leave out a smaller index). Candidates: the k + ``spare`` smallest of
     ``|y|^2 - 2 x.y`` by one float32 GEMM per block of rows on the centred points (:func:`smallest_k`); they
     are re-ranked by their exact float64 distances in X. Exact unless float32 rounding moves a true
     neighbour beyond k + spare."""
@@ -170,7 +171,9 @@ def knn_float(xp, X: np.ndarray, k: int, *, block: int = 2048, spare: int = 5, c
         e = min(n, s + step)
         Xc[s:e] = xp.asarray((np.asarray(X[s:e], dtype=np.float64) - mean).astype(np.float32))
     sq = xp.full(npad, xp.inf, dtype=xp.float32)     # padding rows: never a neighbour
-    sq[:n] = (Xc[:n].astype(xp.float64) ** 2).sum(axis=1).astype(xp.float32)
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        sq[s:e] = (Xc[s:e].astype(xp.float64) ** 2).sum(axis=1).astype(xp.float32)
     dist = np.empty((n, k))
     idx = np.empty((n, k), dtype=np.int64)
     t0 = time.perf_counter()
@@ -195,7 +198,8 @@ def knn_float(xp, X: np.ndarray, k: int, *, block: int = 2048, spare: int = 5, c
 def exact_rows_knn(X: np.ndarray, rows: np.ndarray, k: int, block: int = 65536, spare: int = 5
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The reference for :func:`knn_float` on the CPU: exact float64 k nearest neighbours of ``X[rows]``
-    (self excluded, equal distances by index among the k + ``spare`` kept), numpy GEMM over blocks."""
+    (self excluded, equal distances by index among the k + ``spare`` candidates kept), numpy GEMM over
+    blocks."""
     kk = k + spare
     Q = np.asarray(X[rows], dtype=np.float64)
     sqq = (Q * Q).sum(axis=1)
@@ -730,9 +734,10 @@ def make_million(a: argparse.Namespace) -> tuple[tuple[Path, Path], float]:
         sys.path.pop(0)
     t0 = time.perf_counter()
     out_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "lgcexp-bench-infimnist"
-    files = mi.make(a.million, 0, out_dir, a.data, quiet=True, workers=os.cpu_count() or 1)
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    files = mi.make(a.million, 0, out_dir, a.data, quiet=True, workers=workers)
     s = time.perf_counter() - t0
-    say(f"million: {a.million:,d} points made in {s:.1f}s ({os.cpu_count()} processes)")
+    say(f"million: {a.million:,d} points made in {s:.1f}s ({workers} processes)")
     return files, s
 
 

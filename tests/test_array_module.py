@@ -63,8 +63,35 @@ def test_column_reductions_of_the_gpu_branch_equal_numpys():
     assert np.array_equal(linalg.column_norms(A), np.linalg.norm(A, axis=0))
     np.testing.assert_allclose(linalg.column_dots(A, B, fake), np.einsum("ij,ij->j", A, B), rtol=1e-12)
     np.testing.assert_allclose(linalg.column_norms(A, fake), np.linalg.norm(A, axis=0), rtol=1e-12)
-    A32 = A.astype(np.float32)
-    assert linalg.column_dots(A32, A32, fake).dtype == np.float32
+    A32, B32 = A.astype(np.float32), B.astype(np.float32)
+    got = linalg.column_dots(A32, B32, fake)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.einsum("ij,ij->j", A, B), rtol=0, atol=1e-3)
+
+
+def test_the_gpu_product_kernel_equals_scipy():
+    """lgcexp's CSR x row-major kernel on a GPU (skipped without CuPy and a device): empty rows, 1 to 1000
+    columns, both precisions; column-major, vector and mistyped blocks go to CuPy's own product."""
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception:  # noqa: BLE001
+        pytest.skip("no CUDA device")
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(6)
+    A = sp.random(300, 300, density=0.03, random_state=7, format="csr")
+    A = sp.csr_matrix(A.multiply(sp.csr_matrix(np.arange(300)[:, None] % 7 != 0)))   # empty rows
+    for dt, atol in ((np.float64, 1e-12), (np.float32, 1e-4)):
+        S = csp.csr_matrix(A.astype(dt))
+        for c in (1, 31, 33, 1000):
+            V = rng.standard_normal((300, c)).astype(dt)
+            got = cp.asnumpy(linalg.sparse_product(S, cp.asarray(V)))
+            np.testing.assert_allclose(got, A.astype(dt) @ V, rtol=0, atol=atol)
+        V = cp.asarray(rng.standard_normal((300, 4)).astype(dt))
+        for other in (cp.asfortranarray(V), V[:, 0], V.astype(np.float64 if dt == np.float32 else np.float32)):
+            np.testing.assert_allclose(cp.asnumpy(linalg.sparse_product(S, other)), cp.asnumpy(S @ other), atol=atol)
 
 
 def test_sparse_product_is_scipys_off_the_gpu():
@@ -129,3 +156,25 @@ def test_without_cupy_there_is_no_gpu_module(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_cupy)
     assert devices.gpu_module() is None
     assert devices.to_host(np.ones(2)) is not None and devices.array_module(np.ones(2)) is np
+
+
+def test_gpu_blocks_fit_a_tenth_of_the_free_device_memory(xp, monkeypatch):
+    """Wide GPU blocks are capped at 1 GiB per array and at a tenth of what the device has free (its free
+    memory plus the pool's unused bytes); 1 to 1024 columns."""
+    g, _ = random_graph(200, 5, seed=3)
+    lab = np.arange(0, 200, 2)
+    col = 200 * 4                                   # bytes of one float32 column
+    xp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 3 * col * 10)
+
+    def block_with_free(free):
+        xp.cuda.Device = lambda: types.SimpleNamespace(mem_info=(free, 10 ** 12))
+        return propagation._prepare_columns(g.S, lab, np.dtype(np.float32), None, True, xp)[2]
+
+    assert block_with_free(7 * col * 10) == 10      # (7 + 3) columns' worth of tenths
+    assert block_with_free(0) == 3                  # the pool's unused bytes count
+    assert block_with_free(10 ** 12) == lab.size    # plenty: every label in one block
+    xp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0)
+    assert block_with_free(0) == 1                  # never below one column
+    assert devices.free_device_bytes(np) is None
+    del xp.cuda.Device                              # unreadable: the 1 GiB cap alone
+    assert propagation._prepare_columns(g.S, lab, np.dtype(np.float32), None, True, xp)[2] == lab.size

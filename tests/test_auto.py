@@ -57,6 +57,23 @@ def test_multishift_cg_equals_dense_inverse_for_every_alpha():
         np.testing.assert_allclose(d, np.diag(P), rtol=1e-9)
 
 
+def test_fused_multishift_cg_takes_a_column_major_block():
+    """The fused kernels index rows of C-ordered blocks: a Fortran-ordered B (a transposed array, say) gives
+    the same solution as its C-ordered copy (it used to diverge)."""
+    from lgcexp.linalg import rcm_reordered
+
+    pytest.importorskip("numba")
+    g, labeled, _, _ = problem()
+    S, _ = rcm_reordered(g.S, np.float64)
+    B = np.random.default_rng(0).standard_normal((g.n, 6))
+    alphas = alpha_of_x([1.0, 10.0])
+    ref, it_ref, _ = multishift_cg(S, B, alphas, lambda M: M, tol=1e-10, fused=True)
+    got, it, _ = multishift_cg(S, np.asfortranarray(B), alphas, lambda M: M, tol=1e-10, fused=True)
+    assert it == it_ref
+    for a, b in zip(ref, got):
+        assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("reorder,block", [(True, None), (False, 7)])
 def test_propagation_submatrices_equal_dense_and_single_alpha(reorder, block):
     g, labeled, _, _ = problem()

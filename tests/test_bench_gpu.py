@@ -101,12 +101,13 @@ def test_knn_float_is_the_exact_float64_search():
     on points with near-equal distances (a tight cluster far from the origin) and exact duplicates."""
     b = _bench_module()
     rng = np.random.default_rng(5)
-    X = 1000.0 + rng.standard_normal((600, 20)) * 0.01
+    X = 1000.0 + rng.standard_normal((601, 20)) * 0.01   # 601: the last chunk is padded
     X[10] = X[11]                                        # a duplicate: distance 0, ties broken by index
     X[300:303] = X[400]
     dist, idx = b["knn_float"](np, X, 6, block=77, chunk=8, direct=16)
-    cd, ci = b["exact_rows_knn"](X, np.arange(600), 6, block=129)
+    cd, ci = b["exact_rows_knn"](X, np.arange(601), 6, block=129)
     assert np.array_equal(idx, ci)
     assert np.allclose(dist, cd, rtol=0, atol=1e-12)
     assert idx[10, 0] == 11 and idx[300, 0] == 301 and idx[400, :3].tolist() == [300, 301, 302]
-    assert not np.any(idx == np.arange(600)[:, None])    # never itself
+    assert not np.any(idx == np.arange(601)[:, None])    # never itself
+    assert idx.max() < 601                               # never a padding row

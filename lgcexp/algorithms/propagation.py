@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..devices import solve_module, sparse_module, to_host
+from ..devices import free_device_bytes, solve_module, sparse_module, to_host
 from ..graph import Graph
 from ..linalg import block_cg, fused_available, fused_shifted_cg, rcm_reordered, shifted_operator, shifted_solve
 
@@ -84,9 +84,11 @@ def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float3
 
 
 #: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it and read S fewer times (an H100, 1M
-#: points, 1000 labels: 15.7 s in blocks of 67 columns, 8.2 s in one; scripts/bench_gpu.py); 1 GiB per array
-#: keeps a block's CG (about six such arrays) within a small GPU's memory
+#: points, 1000 labels: 15.7 s in blocks of 67 columns, 8.2 s in one; scripts/bench_gpu.py); at most 1 GiB
+#: per array, and at most a tenth of the GPU's free memory: a block's CG holds about seven such arrays at
+#: once (E, X, R, P, T, the product, a column sum's temporary) besides what CuPy's pool keeps
 _GPU_BLOCK_BYTES = 1 << 30
+_GPU_BLOCK_SHARE = 10
 
 
 def _power_columns(S: sp.csr_matrix, Bm: np.ndarray, alpha: float, t: int) -> np.ndarray:
@@ -122,8 +124,10 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
     if block is None and fused:   # the most columns of a specialised product (pll_path)
         block = FUSED_PLL_COLUMNS
     if block is None and xp is not np:
-        # a GPU wants wide blocks (one product over many columns); about 1 GiB per array
-        block = int(np.clip(_GPU_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 1024))
+        # a GPU wants wide blocks (one product over many columns), within its memory
+        free = free_device_bytes(xp)
+        per_array = _GPU_BLOCK_BYTES if free is None else min(_GPU_BLOCK_BYTES, free // _GPU_BLOCK_SHARE)
+        block = int(np.clip(per_array // max(1, n * dt.itemsize), 1, 1024))
     if block is None:
         block = int(np.clip(_BLOCK_BYTES // max(1, n * dt.itemsize), 32, 256))
     block = max(1, min(int(block), max(l, 1)))
