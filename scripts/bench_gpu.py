@@ -670,7 +670,8 @@ def parse(argv=None) -> argparse.Namespace:
 def finish(src: Path, out: Path) -> dict:
     """Section ``million`` completed here: AutoL's Adam loop (lgcexp's own, TensorFlow, AutoL's defaults) on
     the P_LL that the run in ``src`` saved; its seconds added to both devices' AutoL totals (its cost does
-    not depend on n); the labels it drops judged against the flips. Writes gpu.json/gpu.md to ``out``."""
+    not depend on n); the labels it drops (omega <= 0) and its label judgement's score (each label's share of
+    the omega-weighted leave-one-out votes) judged against the flips. Writes gpu.json/gpu.md to ``out``."""
     from sklearn.metrics import roc_auc_score
 
     from lgcexp.algorithms.autol import AutoL, LooModel, loo_matrix, optimize_weights
@@ -695,7 +696,11 @@ def finish(src: Path, out: Path) -> dict:
     r["drop_recall"] = tp / max(1, int(flipped.sum()))
     r["drop_f1"] = 2 * tp / max(1, int(dropped.sum()) + int(flipped.sum()))
     if 0 < flipped.sum() < flipped.size:
+        from lgcexp.label_issues import graph_loo_probs
+
+        share = graph_loo_probs(P, y_obs, n_classes, weights=omega)[np.arange(y_obs.size), y_obs]
         r["auc_minus_omega"] = float(roc_auc_score(flipped, -omega))
+        r["auc_minus_vote_share"] = float(roc_auc_score(flipped, -share))   # AutoL's label judgement's score
     if "autol_gpu_s_without_adam" in r:
         r["autol_gpu_s"] = r["autol_gpu_s_without_adam"] + r["adam_s"]
         r["autol_cpu_s"] = r["autol_cpu_s_without_adam"] + r["adam_s"]
