@@ -178,3 +178,11 @@ def test_gpu_blocks_fit_a_tenth_of_the_free_device_memory(xp, monkeypatch):
     assert devices.free_device_bytes(np) is None
     del xp.cuda.Device                              # unreadable: the 1 GiB cap alone
     assert propagation._prepare_columns(g.S, lab, np.dtype(np.float32), None, True, xp)[2] == lab.size
+
+
+def test_gpu_pll_entries_name_the_gpu_path(xp):
+    """P_LL cache entries of the GPU path carry its name; the earlier GPU path's entries ("gpu": cuSPARSE's
+    product, narrower blocks) are other keys."""
+    g, _ = random_graph(100, 5, seed=4)
+    assert propagation.pll_path(g.S, 20, xp=xp) == "gpu-rowkernel"
+    assert propagation.pll_path(g.S, 20, xp=np) != "gpu-rowkernel"

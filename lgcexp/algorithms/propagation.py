@@ -64,17 +64,19 @@ def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float3
     (:func:`lgcexp.linalg.fused_shifted_cg`, 32 columns a block, the product specialised for the column
     count) where the fused kernels serve a block of that size on the CPU (MNIST: 70,000 x 32), ``"fused-generic"``
     there when no specialised product can be generated (no writable kernel directory: another float32
-    rounding), ``"gpu"`` (CuPy), else ``"cg"`` (:func:`lgcexp.linalg.block_cg`) or the solver's name (power
-    iteration). Several alphas at once take multi-shift CG, whose base recursion runs on the same kernels
-    under the same rule (:func:`lgcexp.linalg.multishift_cg` with ``fused``). The paths agree to round-off, not
-    bit for bit (the column sums are taken in another order), so the path is part of the cache key."""
+    rounding), ``"gpu-rowkernel"`` (CuPy with lgcexp's own product and column sums; earlier GPU entries,
+    named ``"gpu"``, came from cuSPARSE's product in other blocks and are not read), else ``"cg"``
+    (:func:`lgcexp.linalg.block_cg`) or the solver's name (power iteration). Several alphas at once take
+    multi-shift CG, whose base recursion runs on the same kernels under the same rule
+    (:func:`lgcexp.linalg.multishift_cg` with ``fused``). The paths agree to round-off, not bit for bit (the
+    column sums are taken in another order), so the path is part of the cache key."""
     n = S.shape[0]
     if xp is None:
         xp = solve_module(n * min(l, 32))
     if solver != "cg":
         return solver
     if xp is not np:
-        return "gpu"
+        return "gpu-rowkernel"
     if not sp.issparse(S) or not fused_available(n * FUSED_PLL_COLUMNS):
         return "cg"
     from .. import kernels
