@@ -492,6 +492,7 @@ def sec_million(ctx, r):
     P_LL afterwards (``--finish``); its cost does not grow with n."""
     from lgcexp.algorithms.base import label_matrix
     from lgcexp.algorithms.propagation import propagation_submatrix
+    from lgcexp.graph.knn_approx import recall_at_k
     from lgcexp.labels import sample_and_corrupt
     from lgcexp.linalg import rcm_reordered, shifted_solve
 
@@ -515,7 +516,7 @@ def sec_million(ctx, r):
     (cd, ci), s = timed(np, exact_rows_knn, X, rows, k)
     r["cpu_reference_rows"], r["cpu_reference_s"] = int(rows.size), s
     r["cpu_reference_s_scaled_to_all"] = s * n / rows.size
-    r["recall_at_k"] = float(np.mean([np.intersect1d(a, b).size for a, b in zip(ci, idx[rows])]) / k)
+    r["recall_at_k"] = recall_at_k(idx[rows], dist[rows], ci, cd)
     r["same_lists_in_order"] = float(np.mean(np.all(ci == idx[rows], axis=1)))
     r["max_abs_dist_diff"] = float(np.max(np.abs(cd - dist[rows])))
     say(f"million: recall@{k} {r['recall_at_k']:.5f} on {rows.size} rows (CPU reference {s:.1f}s)")
@@ -525,7 +526,7 @@ def sec_million(ctx, r):
         faiss_exact_search(X[:2000], k, rows[:10] % 2000)
         (fd, fi), s = timed(np, faiss_exact_search, X, k, rows)
         r["cpu_faiss_s"], r["cpu_faiss_s_scaled_to_all"] = s, s * n / rows.size
-        r["recall_at_k_faiss_vs_reference"] = float(np.mean([np.intersect1d(a, b).size for a, b in zip(ci, fi)]) / k)
+        r["recall_at_k_faiss_vs_reference"] = recall_at_k(fi, fd, ci, cd)
         r["search_speedup_vs_faiss_scaled"] = r["cpu_faiss_s_scaled_to_all"] / r["search_s"]
         say(f"million: faiss CPU search of {rows.size} rows {s:.1f}s")
     except Exception as exc:  # noqa: BLE001 - no faiss on that machine: recorded
@@ -674,7 +675,7 @@ def finish(src: Path, out: Path) -> dict:
     the omega-weighted leave-one-out votes) judged against the flips. Writes gpu.json/gpu.md to ``out``."""
     from sklearn.metrics import roc_auc_score
 
-    from lgcexp.algorithms.autol import AutoL, LooModel, loo_matrix, optimize_weights
+    from lgcexp.algorithms.autol import AutoL
 
     rep = json.loads((src / "gpu.json").read_text())
     r = rep.setdefault("million", {})
@@ -682,11 +683,7 @@ def finish(src: Path, out: Path) -> dict:
     with np.load(src / "million_split.npz") as z:
         y_obs, flipped, n_classes = z["y_observed"], z["flipped"].astype(bool), int(z["n_classes"])
     algo = AutoL()
-    A, isolated = loo_matrix(P)
-    model = LooModel(A, y_obs, n_classes, loss=algo.loss, normalize=algo.normalize, dtype=algo.dtype,
-                     row_weight=(~isolated).astype(float))
-    omega, ost = optimize_weights(model, steps=algo.steps, lr=algo.lr, beta1=algo.beta1, beta2=algo.beta2,
-                                  epsilon=algo.epsilon, xla=algo.xla, chunk=algo.chunk)
+    omega, _, _, ost = algo.learn_weights(P, y_obs, n_classes)
     dropped = omega <= 0.0
     tp = int(np.sum(dropped & flipped))
     r["adam_steps"], r["adam_s"] = int(algo.steps), float(ost["seconds"])
@@ -739,7 +736,9 @@ def make_million(a: argparse.Namespace) -> tuple[tuple[Path, Path], float]:
         sys.path.pop(0)
     t0 = time.perf_counter()
     out_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "lgcexp-bench-infimnist"
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from lgcexp.graph.selfjoin import search_threads
+
+    workers = search_threads()       # the CPUs this process may use (OMP_NUM_THREADS when set)
     files = mi.make(a.million, 0, out_dir, a.data, quiet=True, workers=workers)
     s = time.perf_counter() - t0
     say(f"million: {a.million:,d} points made in {s:.1f}s ({workers} processes)")

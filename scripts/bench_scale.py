@@ -63,9 +63,10 @@ def dataset_files(n: int, seed: int = 0) -> tuple[Path, Path]:
         import make_infimnist
     finally:
         sys.path.pop(0)
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from lgcexp.graph.selfjoin import search_threads  # the CPUs this process may use
+
     return make_infimnist.make(n, seed, make_infimnist.default_out_dir(), make_infimnist.default_mnist(), quiet=True,
-                               workers=workers)
+                               workers=search_threads())
 
 
 def lgcexp_args(n: int, x: Path, y: Path, algo: str, cache_dir: Path, out: Path, extra: list[str]) -> list[str]:

@@ -34,6 +34,7 @@ settings should share an output directory (the file names carry n and the seed, 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -155,7 +156,7 @@ def make(n: int, seed: int, out_dir: Path, mnist_path: Path, *, alpha: float = 8
 
             pool = ProcessPoolExecutor(min(workers, n_blocks), mp_context=mp.get_context("fork"),
                                        initializer=_worker_init, initargs=(str(mnist_path),))
-            blocks = pool.map(_worker_block, range(n_blocks), *zip(*[(n, seed, settings)] * n_blocks))
+            blocks = pool.map(functools.partial(_worker_block, n=n, seed=seed, settings=settings), range(n_blocks))
         else:
             blocks = (_block_rows(base, b, n, seed, settings) for b in range(n_blocks))
         for b, rows in enumerate(blocks):

@@ -628,25 +628,31 @@ class AutoL(GraphSSLAlgorithm):
                                             tol=self.tol, maxiter=self.maxiter, t=self.t, dtype=self.dtype,
                                             progress=progress, shared_alphas=self._pll_alphas)
 
-    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
-        l = labeled.size
-        # 1. propagation submatrix
-        P, pst = self._propagation_submatrix(graph, labeled, progress, cache)
-        log.info("P_LL (%d x %d) by %s in %.2fs (%d iterations)", l, l, self.solver, pst["seconds"], pst["iterations"])
-        # 2. leave-one-out matrix
+    def learn_weights(self, P: np.ndarray, y_labeled: np.ndarray, n_classes: int, *, progress: bool = False
+                      ) -> tuple[np.ndarray, "LooModel", np.ndarray, dict[str, Any]]:
+        """Steps 2-6 on a given ``P_LL``: the leave-one-out matrix (Eq. for P~), then the label weights omega
+        by Adam on the leave-one-out loss. Returns (omega, the model, the isolated labels, Adam's stats)."""
         A, isolated = loo_matrix(P)
         if isolated.any():
             msg = (f"AutoL: {int(isolated.sum())} labelled point(s) reach no other labelled point "
                    f"(positions {np.flatnonzero(isolated)[:10].tolist()}); their labels are kept as given")
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
             log.warning(msg)
-        # 3-6. optimise the label weights
         model = LooModel(A, y_labeled, n_classes, loss=self.loss, normalize=self.normalize, dtype=self.dtype,
                          row_weight=(~isolated).astype(float))
         omega, ost = optimize_weights(model, steps=self.steps, lr=self.lr, beta1=self.beta1, beta2=self.beta2,
                                       epsilon=self.epsilon, xla=self.xla, chunk=self.chunk, progress=progress)
         log.info("AutoL: %d Adam steps in %.2fs, loss %.5f -> %.5f", self.steps, ost["seconds"],
                  ost["loss_initial"], ost["loss_final"])
+        return omega, model, isolated, ost
+
+    def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
+        l = labeled.size
+        # 1. propagation submatrix
+        P, pst = self._propagation_submatrix(graph, labeled, progress, cache)
+        log.info("P_LL (%d x %d) by %s in %.2fs (%d iterations)", l, l, self.solver, pst["seconds"], pst["iterations"])
+        # 2-6. leave-one-out matrix, label weights
+        omega, model, isolated, ost = self.learn_weights(P, y_labeled, n_classes, progress=progress)
         self._y = np.asarray(y_labeled, dtype=np.int64)
         # 7. corrected labels, then LGC on them
         Q = model.predict(omega)
