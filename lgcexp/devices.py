@@ -20,6 +20,11 @@
 choice is where a run computes, not what: it is left out of the run's config hash (the numbers agree to
 float round-off). :func:`report` gives result.json's ``device`` block: ``{"faiss": "cpu" | "gpu:N",
 "tensorflow": "cpu" | "GPU:0" | null}`` (null: the run did not use TensorFlow).
+
+Threads: :func:`cpu_threads` is the one rule for how many threads a process's own pools take (the kNN
+self-join, the numba kernels, TensorFlow's CPU pools via :func:`tensorflow`): ``OMP_NUM_THREADS`` when set
+(joblib's loky workers get ``cores // jobs`` there, so parallel sweep workers do not oversubscribe the cores),
+else the CPUs this process may use.
 """
 from __future__ import annotations
 
@@ -54,6 +59,39 @@ def configure(device: str | None) -> None:
 
 def force_cpu() -> bool:
     return _force_cpu
+
+
+def cpu_threads() -> int:
+    """Threads for this process's compute pools: ``OMP_NUM_THREADS`` when set to a positive integer, else
+    the CPUs this process may use (its affinity mask)."""
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def tensorflow() -> Any:
+    """TensorFlow, imported quietly; on its first import in the process its CPU thread pools (intra- and
+    inter-op) get :func:`cpu_threads` threads. TensorFlow's own default is every core of the machine, so two
+    sweep workers on two cores ran four compute threads: in the ISOLET table, the AutoL steps of a worker
+    took about twice their single-process time (docs/scale.md). The thread count changes no bit of AutoL's
+    weights (tests/test_devices.py). Pools already created (TensorFlow used before) are left as they are."""
+    first = sys.modules.get("tensorflow") is None
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    if first:
+        n = cpu_threads()
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(n)
+            tf.config.threading.set_inter_op_parallelism_threads(n)
+        except RuntimeError:  # pragma: no cover - the runtime was initialised by an import elsewhere
+            log.debug("TensorFlow's thread pools were set already")
+    return tf
 
 
 #: a solve goes to the GPU only when its right-hand sides have at least this many entries (n x columns):

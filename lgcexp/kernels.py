@@ -46,18 +46,11 @@ CHUNKS = 48
 
 
 def kernel_threads() -> int:
-    """Threads for the kernels: ``OMP_NUM_THREADS`` when set (joblib's loky workers get ``cores // jobs``
-    there, so parallel sweep workers do not oversubscribe the cores), else the CPUs this process may use;
-    at most numba's own limit. The rule of the kNN self-join (:func:`lgcexp.graph.selfjoin.search_threads`)."""
-    env = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        n = int(env)
-    else:
-        try:
-            n = len(os.sched_getaffinity(0))
-        except AttributeError:  # pragma: no cover - not Linux
-            n = os.cpu_count() or 1
-    return max(1, min(n, numba.config.NUMBA_NUM_THREADS))
+    """Threads for the kernels: :func:`lgcexp.devices.cpu_threads` (``OMP_NUM_THREADS`` when set, else the
+    CPUs this process may use), at most numba's own limit."""
+    from .devices import cpu_threads
+
+    return max(1, min(cpu_threads(), numba.config.NUMBA_NUM_THREADS))
 
 
 #: the workqueue pool must not be entered by two Python threads at once (numba aborts the process): the

@@ -40,7 +40,6 @@ the local propagation of a small alpha (``scripts/bench_autod.py sweep --lgc-xs 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -245,10 +244,9 @@ def gradient_search(sl: SpectralLOO, loss: str, *, x0: float, x_min: float, x_ma
 
     Returns the iterate with the lowest loss: {"x", "loss", "steps", "trace_x", "trace_loss"}.
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    from ..devices import tensorflow
 
-    tf.get_logger().setLevel("ERROR")  # no retracing chatter from reused sweep workers
+    tf = tensorflow()  # quiet (no retracing chatter from reused sweep workers), threads for this process
     U_L = tf.constant(sl.U_L)
     U_L2 = tf.constant(sl.U_L2)
     B = tf.constant(sl.B)

@@ -43,7 +43,10 @@ O(l^2) instead of O(l^2 c) (``A @ (omega * B)``) or O(l^3) (``A @ diag(omega) @ 
 Padding slots have zero columns, hence zero gradients, and never move. A label dropped for good
 (``omega < 0`` with Adam's first moment ``>= 0``: it can never come back) adds exact zeros to every logit, so
 after each block the compiled step is narrowed to the labels still in play (:func:`_narrowed_layout`,
-keeping the kernel's summation order: the same bits). On ISOLET at 20-60 % noise 35-80 % of the labels are
+keeping the kernel's summation order: the same bits, but for a last-bit difference where XLA fuses a narrowed
+step of some widths differently). The compiled step's class width is padded to a multiple of 16 columns
+(plus the tail of ``m mod 8``; :func:`_width_padding`, the same bits), so the fits of a sweep, whose largest
+class sizes differ by a few labels, share a few compiled steps instead of compiling one each. On ISOLET at 20-60 % noise 35-80 % of the labels are
 dropped within the first 500 steps, and the remaining steps read that much less of ``A3``.
 
 Precision. ``dtype='float32'`` (default) for the linear solve and the optimisation: it is what the authors
@@ -55,7 +58,6 @@ randomness (omega starts at 1, full batch) and the TensorFlow CPU kernels used r
 from __future__ import annotations
 
 import logging
-import os
 import time
 import warnings
 from typing import Any
@@ -85,12 +87,11 @@ SOLVERS = ("cg", "power")
 DTYPES = ("float32", "float64")
 LOG_EPS = 1e-6  # the constant inside the logarithms of xent (authors' value) and ce
 def _tf():
-    """Import TensorFlow lazily (quietly): lgcexp itself does not need it."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    """Import TensorFlow lazily (quietly, its thread pools sized for this process: lgcexp.devices.tensorflow);
+    lgcexp itself does not need it."""
+    from ..devices import tensorflow
 
-    tf.get_logger().setLevel("ERROR")
-    return tf
+    return tensorflow()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -292,7 +293,7 @@ class LooModel:
 
 #: compiled Adam blocks and loss functions, one pair per (model spec, xla), shared by every fit in the process
 _COMPILED: dict[tuple, tuple[Any, Any]] = {}
-_COMPILED_MAX = 32
+_COMPILED_MAX = 64
 
 
 def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool = False) -> tuple[Any, Any]:
@@ -305,12 +306,14 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool
     the trace and the XLA compilation. Shapes are part of the key because TensorFlow does not retrace for a
     variable argument of another shape (it would run the old trace's static shapes). The operations are
     those of one fit's own function, so the numbers are identical (tests/test_autol.py checks the weights
-    against the same fit in a fresh process). At most ``_COMPILED_MAX`` entries are kept (oldest dropped).
+    against the same fit in a fresh process). At most ``_COMPILED_MAX`` entries are kept (the least recently
+    used dropped).
     ``compact``: the step of a :func:`_narrowed_layout` (tensors ``(A3 of the live labels, B, log(B + eps),
     row weights, index)``), whose gradient with respect to the full W is zero at every dropped weight.
     """
     key = (spec, xla, shapes, compact)
     if key in _COMPILED:
+        _COMPILED[key] = _COMPILED.pop(key)  # the most recently used goes last
         return _COMPILED[key]
     dt = tf.as_dtype(spec[3])
 
@@ -362,9 +365,31 @@ def _compiled_functions(tf, spec: tuple, shapes: tuple, xla: bool, compact: bool
 _COMPACT_BLOCK = 8
 #: narrow when the live width falls to at most this fraction of the width in use
 _COMPACT_GAIN = 0.8
+#: the whole blocks of a compiled step's class width come in multiples of this many columns (zero columns
+#: added), so that fits whose largest class sizes differ by a few labels share one compiled step
+_WIDTH_QUANTUM = 16
 
 
-def _narrowed_layout(model: "LooModel", W: np.ndarray, m: np.ndarray,
+def _bucketed(head: int) -> int:
+    """``head`` (a multiple of :data:`_COMPACT_BLOCK`) rounded up to a multiple of :data:`_WIDTH_QUANTUM`."""
+    return -(-head // _WIDTH_QUANTUM) * _WIDTH_QUANTUM
+
+
+def _width_padding(width: int) -> tuple[int, int]:
+    """``(where, how many)`` zero columns the compiled step's layout inserts into a class width ``width``.
+
+    Every new array shape costs a trace and an XLA compilation (about 0.5 s on the 2-core machine, more than
+    the 5000 steps of a small fit); in a sweep the largest observed class size m, hence the shape, changes
+    from one labelled set or noise draw to the next. The columns of whole blocks (``m - m mod 8``) are padded
+    to a multiple of :data:`_WIDTH_QUANTUM` with zero columns inserted *before* the tail of ``m mod 8``
+    columns: the argument of :func:`_narrowed_layout` read the other way (zero columns in whole blocks add
+    exact zeros, the tail keeps its grouping), so the weights are the same bits (tests/test_autol.py)."""
+    tail = width % _COMPACT_BLOCK
+    head = width - tail
+    return head, _bucketed(head) - head
+
+
+def _narrowed_layout(A3: np.ndarray, pad_mask: np.ndarray, W: np.ndarray, m: np.ndarray,
                      width: int) -> tuple[np.ndarray, np.ndarray, int] | None:
     """``(index, A3 of the labels still in play, its width)`` for a step that reads only their columns of
     ``A3``, or None when that would not narrow the step in use (``width``) by a fifth.
@@ -377,19 +402,25 @@ def _narrowed_layout(model: "LooModel", W: np.ndarray, m: np.ndarray,
     compiled kernel sums a row's columns in blocks of :data:`_COMPACT_BLOCK`, in order, and the last
     ``m mod _COMPACT_BLOCK`` columns as a group, so the live columns of the first ``m - r`` keep their order
     (zero-padded to a whole block) and the last ``r`` columns stay as they are, at the end
-    (tests/test_autol.py compares the weights, dropped ones included, with the full step's).
-    The weights, Adam's moments and the update stay in the full layout; the step gathers the live weights
-    (``index``; padding points at an appended zero slot) and its gradient is scattered back, zero elsewhere.
+    (tests/test_autol.py compares the weights, dropped ones included, with the full step's). That holds for the
+    logits and the gradient's products on their own; inside the whole step XLA fuses some narrowed widths
+    differently (found on toy problems of class width 40 and 48, no tail, mse loss: one weight in a few hundred
+    one float32 ulp apart after 80 steps), so the guarantee is the same dropped labels and weights equal to
+    round-off (tested), and on the ISOLET table's runs the same bits (their results compared). The width of the
+    live blocks is rounded up to a multiple of :data:`_WIDTH_QUANTUM` (:func:`_width_padding`).
+    The weights, Adam's moments and the update stay in the full layout (``A3``, ``pad_mask``: that layout's
+    columns and real slots); the step gathers the live weights (``index``; padding points at an appended zero
+    slot) and its gradient is scattered back, zero elsewhere.
     """
     B = _COMPACT_BLOCK
     full = W.shape[-1]
     tail = full % B
     head = full - tail
     dead = (W < 0) & (m >= 0)
-    pad = ~np.broadcast_to(model.pad_mask, W.shape)
+    pad = ~np.broadcast_to(pad_mask, W.shape)
     live = ~(dead | pad)[..., :head]
     n_live = int(live.sum(axis=-1).max(initial=0))
-    head_width = max(-(-n_live // B) * B, B if tail == 0 else 0)
+    head_width = min(head, max(_bucketed(-(-n_live // B) * B), B if tail == 0 else 0))
     new_width = head_width + tail
     if new_width > _COMPACT_GAIN * width:
         return None
@@ -399,7 +430,7 @@ def _narrowed_layout(model: "LooModel", W: np.ndarray, m: np.ndarray,
     index = np.concatenate([np.where(taken, order, full),  # the zero slot
                             np.broadcast_to(np.arange(head, full), lead + (tail,))], axis=-1)
     used = np.concatenate([taken, np.ones(lead + (tail,), dtype=bool)], axis=-1)
-    A3c = np.take_along_axis(model.A3.numpy(), np.where(used, index, 0)[..., None], axis=-2)
+    A3c = np.take_along_axis(A3, np.where(used, index, 0)[..., None], axis=-2)
     A3c[~used] = 0.0
     return index.astype(np.int32), np.ascontiguousarray(A3c), new_width
 
@@ -429,13 +460,13 @@ def optimize_weights(
     ``v += (g^2 - v)(1 - beta2)``, ``w -= lr_t m / (sqrt(v) + epsilon)``, i.e. Keras' Adam).
     With ``compact`` (``form='fast'`` and ``xla``; env ``LGCEXP_AUTOL_NARROW=0`` turns it off), after each
     block the step is narrowed to the labels still in play when that saves at least a fifth of its width
-    (:func:`_narrowed_layout`: the same bits; most dropped labels drop in the first few hundred steps, so
-    later steps read a fraction of ``A3``).
+    (:func:`_narrowed_layout`: the same dropped labels, the weights to round-off, on the tables' runs the same
+    bits; most dropped labels drop in the first few hundred steps, so later steps read a fraction of ``A3``).
     ``keep``: stats["state"] holds the optimiser (weights, Adam's moments and step count, the step in use);
     ``resume``: such a state of an earlier call on the same model, which this call continues with the state's
     own options (``lr``, ``beta1``, ``beta2``, ``epsilon``, ``omega0``, ``xla``, ``chunk`` and ``compact`` are
-    then not read) up to ``steps`` steps in all: the steps of one uninterrupted call (where a block ends or the step
-    narrows changes no bit), so the weights are the same bits (``algo=auto`` continues its search's run at
+    then not read) up to ``steps`` steps in all: the steps of one uninterrupted call (it narrows after the same
+    blocks, and where a block ends changes no bit), so the weights are the same bits (``algo=auto`` continues its search's run at
     the chosen alpha).
     stats: ``loss_initial``, ``loss_final``, ``seconds`` (this call's loop, compilation included),
     ``first_block_seconds`` (the first block: tracing, compilation and its steps; 0 when resumed), ``steps``,
@@ -454,7 +485,10 @@ def optimize_weights(
 
 
 class _AdamRun:
-    """One Adam optimisation of :func:`optimize_weights`, which can stop after a number of steps and go on."""
+    """One Adam optimisation of :func:`optimize_weights`, which can stop after a number of steps and go on.
+
+    With XLA and the fast form the run keeps the weights, Adam's moments and ``A3`` in a layout whose class
+    width is padded with zero columns (:func:`_width_padding`); :meth:`omega` reads the weights back."""
 
     def __init__(self, model: LooModel, *, lr, beta1, beta2, epsilon, omega0, xla, chunk, compact):
         self.created = time.perf_counter()
@@ -463,25 +497,45 @@ class _AdamRun:
         self.model, self.xla, self.chunk = model, bool(xla), int(chunk)
         # omega0 is broadcast over the K problems of a batched model
         self.omega0 = np.ones(model.l) if omega0 is None else np.asarray(omega0, dtype=np.float64)
-        self.W = tf.Variable(model.pack(self.omega0).astype(dt.as_numpy_dtype), name="omega")
+        fast = model.form == "fast"
+        self.pad_at, self.pad_n = _width_padding(model.members.shape[1]) if (self.xla and fast) else (0, 0)
+        self.W = tf.Variable(self._widen(model.pack(self.omega0)).astype(dt.as_numpy_dtype), name="omega")
         self.m = tf.Variable(tf.zeros_like(self.W), name="adam_m")
         self.v = tf.Variable(tf.zeros_like(self.W), name="adam_v")
         self.t = tf.Variable(tf.constant(0.0, dt), name="adam_t")
         self.hyper = tuple(tf.constant(x, dt) for x in (lr, beta1, beta2, epsilon))
         self.tensors = model.tensors()
+        self.pad_mask = model.pad_mask
+        if self.pad_n:
+            self.tensors = (tf.constant(self._widen(model.A3.numpy(), axis=-2)), *self.tensors[1:])
+            self.pad_mask = self._widen(model.pad_mask)
         shapes = tuple(tuple(x.shape) for x in (self.W,) + self.tensors)
         self.block_fn, self.loss_fn = _compiled_functions(tf, model.spec(), shapes, self.xla)
         # the block structure _narrowed_layout relies on is that of XLA's kernel (graph mode sums differently)
-        self.compact = bool(compact) and self.xla and model.form == "fast" and env_switch("LGCEXP_AUTOL_NARROW")
+        self.compact = bool(compact) and self.xla and fast and env_switch("LGCEXP_AUTOL_NARROW")
         self.width = int(self.W.shape[-1])
         self.widths: list[tuple[int, int]] = []
         self.step_fn, self.step_tensors = self.block_fn, self.tensors
         self.done = 0
         self.loss_initial = float(self.loss_fn(self.W, self.tensors))
 
+    def _widen(self, a: np.ndarray, axis: int = -1) -> np.ndarray:
+        """``a`` in the run's layout: :attr:`pad_n` zero (False) columns inserted at :attr:`pad_at` of ``axis``."""
+        if not self.pad_n:
+            return a
+        return np.insert(a, [self.pad_at] * self.pad_n, 0, axis=axis)
+
+    def omega(self) -> np.ndarray:
+        """The weights now, in the model's layout (:meth:`LooModel.unpack`)."""
+        W = self.W.numpy()
+        if self.pad_n:
+            W = np.delete(W, np.s_[self.pad_at:self.pad_at + self.pad_n], axis=-1)
+        return self.model.unpack(W)
+
     def _narrow(self) -> None:
         tf = self.model.tf
-        layout = _narrowed_layout(self.model, self.W.numpy(), self.m.numpy(), self.width)
+        layout = _narrowed_layout(self.tensors[0].numpy(), self.pad_mask, self.W.numpy(), self.m.numpy(),
+                                  self.width)
         if layout is None:
             return
         index, A3c, self.width = layout
@@ -519,13 +573,13 @@ class _AdamRun:
             if bar is not None:
                 bar.close()
         loss_final = float(self.loss_fn(self.W, self.tensors))
-        omega = model.unpack(self.W.numpy())
+        omega = self.omega()
         stats = {"loss_initial": self.loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
                  "first_block_seconds": compile_s, "steps": int(self.done), "widths": list(self.widths)}
         if model.batch is not None:  # the K problems' own losses (K,)
             start = tf.constant(model.pack(self.omega0).astype(model.dtype.as_numpy_dtype))
             stats["losses_initial"] = model.losses(start).numpy()
-            stats["losses_final"] = model.losses(self.W).numpy()
+            stats["losses_final"] = model.losses(tf.constant(model.pack(omega).astype(model.dtype.as_numpy_dtype))).numpy()
         return omega, stats
 
 

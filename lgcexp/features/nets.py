@@ -11,7 +11,6 @@ when it sees one (``device=auto``); ``device=cpu`` hides it (lgcexp.devices).
 from __future__ import annotations
 
 import math
-import os
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -19,11 +18,10 @@ import numpy as np
 
 
 def tf_module() -> Any:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    """TensorFlow, quiet, its thread pools sized for this process (:func:`lgcexp.devices.tensorflow`)."""
+    from ..devices import tensorflow
 
-    tf.get_logger().setLevel("ERROR")
-    return tf
+    return tensorflow()
 
 
 @contextmanager

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -50,14 +49,11 @@ _INF_BITS = np.uint64(0x7F800000)  # bit pattern of float32 +inf, above every fi
 
 
 def search_threads() -> int:
-    """Worker threads for the join: ``OMP_NUM_THREADS`` when set (as faiss), else the CPUs this process may use."""
-    env = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """Worker threads for the join: :func:`lgcexp.devices.cpu_threads` (``OMP_NUM_THREADS`` when set, as
+    faiss, else the CPUs this process may use)."""
+    from ..devices import cpu_threads
+
+    return cpu_threads()
 
 
 def is_integer_valued(X: np.ndarray, chunk: int = 8192) -> bool:
