@@ -46,8 +46,9 @@ after each block the compiled step is narrowed to the labels still in play (:fun
 keeping the kernel's summation order: the same bits, but for a last-bit difference where XLA fuses a narrowed
 step of some widths differently). The compiled step's class width is padded to a multiple of 16 columns
 (plus the tail of ``m mod 8``; :func:`_width_padding`, the same bits), so the fits of a sweep, whose largest
-class sizes differ by a few labels, share a few compiled steps instead of compiling one each. On ISOLET at 20-60 % noise 35-80 % of the labels are
-dropped within the first 500 steps, and the remaining steps read that much less of ``A3``.
+class sizes differ by a few labels, share a few compiled steps instead of compiling one each. On ISOLET
+at 20-60 % noise 35-80 % of the labels are dropped within the first 500 steps, and the remaining steps read
+that much less of ``A3``.
 
 Precision. ``dtype='float32'`` (default) for the linear solve and the optimisation: it is what the authors
 used, the optimisation is memory-bound (A is l^2 numbers read twice per step) so float32 halves its time,
@@ -466,8 +467,8 @@ def optimize_weights(
     ``resume``: such a state of an earlier call on the same model, which this call continues with the state's
     own options (``lr``, ``beta1``, ``beta2``, ``epsilon``, ``omega0``, ``xla``, ``chunk`` and ``compact`` are
     then not read) up to ``steps`` steps in all: the steps of one uninterrupted call (it narrows after the same
-    blocks, and where a block ends changes no bit), so the weights are the same bits (``algo=auto`` continues its search's run at
-    the chosen alpha).
+    blocks, and where a block ends changes no bit), so the weights are the same bits (``algo=auto`` continues
+    its search's run at the chosen alpha).
     stats: ``loss_initial``, ``loss_final``, ``seconds`` (this call's loop, compilation included),
     ``first_block_seconds`` (the first block: tracing, compilation and its steps; 0 when resumed), ``steps``,
     ``widths`` ((step, width) of each narrowing, the resumed run's included).
@@ -577,9 +578,9 @@ class _AdamRun:
         stats = {"loss_initial": self.loss_initial, "loss_final": loss_final, "seconds": time.perf_counter() - t0,
                  "first_block_seconds": compile_s, "steps": int(self.done), "widths": list(self.widths)}
         if model.batch is not None:  # the K problems' own losses (K,)
-            start = tf.constant(model.pack(self.omega0).astype(model.dtype.as_numpy_dtype))
-            stats["losses_initial"] = model.losses(start).numpy()
-            stats["losses_final"] = model.losses(tf.constant(model.pack(omega).astype(model.dtype.as_numpy_dtype))).numpy()
+            np_dt = model.dtype.as_numpy_dtype
+            stats["losses_initial"] = model.losses(tf.constant(model.pack(self.omega0).astype(np_dt))).numpy()
+            stats["losses_final"] = model.losses(tf.constant(model.pack(omega).astype(np_dt))).numpy()
         return omega, stats
 
 
