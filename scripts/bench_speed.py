@@ -8,7 +8,10 @@
    26 classes, 1000 steps, float32, XLA): the first fit (trace + XLA compilation), a second fit of the same
    shapes (reuses both), a fit of other shapes (a new compilation), and the same-shape fit again after
    emptying the cache of compiled steps (what every fit paid before: its own trace and compilation). The
-   weights of the reused and the rebuilt fit are compared (they must be identical).
+   weights of the reused and the rebuilt fit are compared (they must be identical). Then (``padded_widths``,
+   issue 24) 14 such fits whose largest class sizes differ (m = 42 ... 55), in one fresh process, each width
+   compiled on its own (the code before) against class widths padded to multiples of 16 columns before the
+   tail (AutoL's default), weights compared.
 3. The LGC solve on MNIST (ISOLET with ``--quick``), seed 0, labels without noise, the graph from the
    cache: conjugate gradient in the graph's own numbering to 1e-10 (before), in reverse Cuthill-McKee order
    to 1e-10, and in RCM order stopped by the argmax certificate (tol 1e-10 as the fallback); one sparse
@@ -57,6 +60,7 @@ Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is 
     python scripts/bench_speed.py --only siis           # section 6 only
     python scripts/bench_speed.py --only auto_search    # section 7 only
     python scripts/bench_speed.py --only sweep_setup    # section 8 only
+    python scripts/bench_speed.py --only padded_widths  # section 2's shared compiled steps only
     python scripts/bench.py --only speed        # the same as a section of bench.json
 
 ``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
@@ -143,6 +147,59 @@ def compiled_step(quick: bool) -> dict:
     out["saved_per_fit_s"] = out["rebuilt_fit_s"] - out["second_fit_same_shapes_s"]
     out["speedup_reused_vs_rebuilt"] = out["rebuilt_fit_s"] / out["second_fit_same_shapes_s"]
     out["speedup_reused_vs_rebuilt_cpu"] = out["rebuilt_fit_cpu_s"] / out["second_fit_same_shapes_cpu_s"]
+    return out
+
+
+_WIDTHS = r"""
+import json, sys, time
+import numpy as np
+from lgcexp.algorithms import autol
+from lgcexp.algorithms.autol import LooModel, loo_matrix, optimize_weights
+
+STEPS, QUANTUM, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+autol._WIDTH_QUANTUM = QUANTUM
+
+def problem(m, l=1040, c=26):
+    # ISOLET's size; class 0 is the widest, with m labels (the others about 40 each)
+    rng = np.random.default_rng(m)
+    A, _ = loo_matrix(rng.random((l, l)) ** 8)
+    y = np.r_[np.zeros(m, dtype=int), 1 + np.arange(l - m) % (c - 1)]
+    return A, rng.permutation(y)
+
+problems = [problem(m) for m in range(42, 56)]
+c0, t0 = time.process_time(), time.perf_counter()
+oms = [optimize_weights(LooModel(A, y, 26, loss="xent"), steps=STEPS, chunk=500)[0] for A, y in problems]
+out = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+       "compiled_steps": len(autol._COMPILED)}
+np.save(OUT, np.stack(oms))
+print("RESULT " + json.dumps(out))
+"""
+
+
+def padded_widths(quick: bool) -> dict:
+    """AutoL fits whose largest class sizes differ (ISOLET's size, l = 1040, 26 classes, m = 42 ... 55: 14 widths,
+    as the ISOLET table's 80 labelled sets have), one after the other in one fresh process as a sweep worker
+    runs them: each width compiled on its own (``_WIDTH_QUANTUM`` = 8, the code before) against widths padded
+    to whole multiples of 16 columns before the tail (the default); wall and CPU seconds of the 14 fits, the
+    compiled steps made, and whether the weights are the same bits."""
+    import tempfile
+
+    steps = 500 if quick else 1000
+    out: dict = {"steps": steps, "fits": 14, "l": 1040, "classes": 26}
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = {}
+        for tag, quantum in (("unpadded", 8), ("padded", 16)):
+            path = str(Path(tmp) / f"{tag}.npy")
+            r = subprocess.run([sys.executable, "-c", _WIDTHS, str(steps), str(quantum), path], capture_output=True,
+                               text=True, cwd=ROOT, check=True)
+            res = json.loads([x for x in r.stdout.splitlines() if x.startswith("RESULT ")][-1][7:])
+            out.update({f"{tag}_{k}": v for k, v in res.items()})
+            weights[tag] = np.load(path)
+    out["speedup_padded"] = out["unpadded_wall_s"] / out["padded_wall_s"]
+    out["speedup_padded_cpu"] = out["unpadded_cpu_s"] / out["padded_cpu_s"]
+    out["weights_identical"] = bool(np.array_equal(weights["unpadded"], weights["padded"]))
+    out["dropped_identical"] = bool(np.array_equal(weights["unpadded"] <= 0, weights["padded"] <= 0))
+    out["weights_max_abs_diff"] = float(np.abs(weights["unpadded"] - weights["padded"]).max())
     return out
 
 
@@ -611,12 +668,14 @@ def sweep_setup(quick: bool) -> dict:
     return out
 
 
-SECTIONS = ("startup", "compiled_step", "lgc_solve", "cg_iteration", "pll", "siis", "auto_search", "sweep_setup")
+SECTIONS = ("startup", "compiled_step", "padded_widths", "lgc_solve", "cg_iteration", "pll", "siis", "auto_search",
+            "sweep_setup")
 
 
 def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     out = {"loadavg_start": os.getloadavg()[0]}
     fns = {"startup": lambda: startup(), "compiled_step": lambda: compiled_step(quick),
+           "padded_widths": lambda: padded_widths(quick),
            "lgc_solve": lambda: lgc_solve(quick), "cg_iteration": lambda: cg_iteration(quick),
            "pll": lambda: pll(quick), "siis": lambda: siis(quick), "auto_search": lambda: auto_search(quick),
            "sweep_setup": lambda: sweep_setup(quick)}
