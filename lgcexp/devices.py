@@ -76,9 +76,9 @@ def cpu_threads() -> int:
 def tensorflow() -> Any:
     """TensorFlow, imported quietly; on its first import in the process its CPU thread pools (intra- and
     inter-op) get :func:`cpu_threads` threads. TensorFlow's own default is every core of the machine, so two
-    sweep workers on two cores ran four compute threads: in the ISOLET table, the AutoL steps of a worker
-    took about twice their single-process time (docs/scale.md). The thread count changes no bit of AutoL's
-    weights (tests/test_devices.py). Pools already created (TensorFlow used before) are left as they are."""
+    sweep workers on two cores ran four compute threads (the tables' time moved by less than the machine's
+    noise when this changed; docs/scale.md). The thread count changes no bit of AutoL's weights
+    (tests/test_devices.py). Pools already created (TensorFlow used before) are left as they are."""
     first = sys.modules.get("tensorflow") is None
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
