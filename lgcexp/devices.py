@@ -73,24 +73,29 @@ def cpu_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+_tf_threads_set = False
+
+
 def tensorflow() -> Any:
-    """TensorFlow, imported quietly; on its first import in the process its CPU thread pools (intra- and
-    inter-op) get :func:`cpu_threads` threads. TensorFlow's own default is every core of the machine, so two
-    sweep workers on two cores ran four compute threads (the tables' time moved by less than the machine's
-    noise when this changed; docs/scale.md). The thread count changes no bit of AutoL's weights
-    (tests/test_devices.py). Pools already created (TensorFlow used before) are left as they are."""
-    first = sys.modules.get("tensorflow") is None
+    """TensorFlow, imported quietly; the first call in the process sizes its CPU thread pools (intra- and
+    inter-op) to :func:`cpu_threads`. TensorFlow's own default is every core of the machine, so two sweep
+    workers on two cores ran four compute threads (the tables' time moved by less than the machine's noise
+    when this changed; docs/scale.md). The thread count changed no bit of AutoL's weights where tested (a toy
+    problem in tests/test_devices.py, and the tables' runs). Pools TensorFlow has already created (its runtime
+    used before this call) cannot be resized and are left as they are."""
+    global _tf_threads_set
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")
-    if first:
+    if not _tf_threads_set:
+        _tf_threads_set = True
         n = cpu_threads()
         try:
             tf.config.threading.set_intra_op_parallelism_threads(n)
             tf.config.threading.set_inter_op_parallelism_threads(n)
-        except RuntimeError:  # pragma: no cover - the runtime was initialised by an import elsewhere
-            log.debug("TensorFlow's thread pools were set already")
+        except RuntimeError:  # the runtime was initialised before this call (TensorFlow used elsewhere)
+            log.debug("TensorFlow's thread pools were created already; left as they are")
     return tf
 
 

@@ -29,6 +29,7 @@ def test_cpu_threads_follow_omp_num_threads(monkeypatch, env, expected):
 
 _SCRIPT = """
 import json, sys
+import tensorflow  # imported before lgcexp's helper: the pools are still sized by it
 import numpy as np
 sys.path.insert(0, {tests!r})
 from test_autol import narrowing_problem
@@ -45,7 +46,8 @@ print(json.dumps([tf.config.threading.get_intra_op_parallelism_threads(),
 
 def test_tensorflow_pools_take_the_process_share_and_change_no_bit(tmp_path):
     """A sweep worker (OMP_NUM_THREADS=1) gets one TensorFlow thread per pool instead of TensorFlow's default
-    of every core; AutoL's weights are the same bits with one thread and with two."""
+    of every core, also where TensorFlow was imported before; AutoL's weights (a toy problem) are the same bits
+    with one thread and with two."""
     pytest.importorskip("tensorflow")
     got = {}
     for n in (1, 2):

@@ -45,8 +45,8 @@ Padding slots have zero columns, hence zero gradients, and never move. A label d
 after each block the compiled step is narrowed to the labels still in play (:func:`_narrowed_layout`,
 keeping the kernel's summation order: the same bits, but for a last-bit difference where XLA fuses a narrowed
 step of some widths differently). The compiled step's class width is padded to a multiple of 16 columns
-(plus the tail of ``m mod 8``; :func:`_width_padding`, the same bits), so the fits of a sweep, whose largest
-class sizes differ by a few labels, share a few compiled steps instead of compiling one each. On ISOLET
+(plus the tail of ``m mod 8``; :func:`_width_padding`, the same bits where tested), so the fits of a sweep
+whose largest class sizes have the same tail and bucket share a compiled step instead of compiling one each. On ISOLET
 at 20-60 % noise 35-80 % of the labels are dropped within the first 500 steps, and the remaining steps read
 that much less of ``A3``.
 
@@ -367,13 +367,14 @@ _COMPACT_BLOCK = 8
 #: narrow when the live width falls to at most this fraction of the width in use
 _COMPACT_GAIN = 0.8
 #: the whole blocks of a compiled step's class width come in multiples of this many columns (zero columns
-#: added), so that fits whose largest class sizes differ by a few labels share one compiled step
+#: added); widths with the same tail (m mod 8) in the same multiple of 16 (e.g. m = 42 and 50) then share one
+#: compiled step
 _WIDTH_QUANTUM = 16
 
 
-def _bucketed(head: int) -> int:
-    """``head`` (a multiple of :data:`_COMPACT_BLOCK`) rounded up to a multiple of :data:`_WIDTH_QUANTUM`."""
-    return -(-head // _WIDTH_QUANTUM) * _WIDTH_QUANTUM
+def _round_up(x: int, q: int) -> int:
+    """``x`` rounded up to a multiple of ``q``."""
+    return -(-x // q) * q
 
 
 def _width_padding(width: int) -> tuple[int, int]:
@@ -384,10 +385,12 @@ def _width_padding(width: int) -> tuple[int, int]:
     from one labelled set or noise draw to the next. The columns of whole blocks (``m - m mod 8``) are padded
     to a multiple of :data:`_WIDTH_QUANTUM` with zero columns inserted *before* the tail of ``m mod 8``
     columns: the argument of :func:`_narrowed_layout` read the other way (zero columns in whole blocks add
-    exact zeros, the tail keeps its grouping), so the weights are the same bits (tests/test_autol.py)."""
+    exact zeros, the tail keeps its grouping). Tested, not only argued (the narrowed step shows that XLA's
+    fusion can break such arguments): the same bits for class widths 17 to 73 with and without a tail
+    (tests/test_autol.py, bench_speed.py's 14 widths) and the same recorded results on the tables' 640 runs."""
     tail = width % _COMPACT_BLOCK
     head = width - tail
-    return head, _bucketed(head) - head
+    return head, _round_up(head, _WIDTH_QUANTUM) - head
 
 
 def _narrowed_layout(A3: np.ndarray, pad_mask: np.ndarray, W: np.ndarray, m: np.ndarray,
@@ -407,8 +410,9 @@ def _narrowed_layout(A3: np.ndarray, pad_mask: np.ndarray, W: np.ndarray, m: np.
     logits and the gradient's products on their own; inside the whole step XLA fuses some narrowed widths
     differently (found on toy problems of class width 40 and 48, no tail, mse loss: one weight in a few hundred
     one float32 ulp apart after 80 steps), so the guarantee is the same dropped labels and weights equal to
-    round-off (tested), and on the ISOLET table's runs the same bits (their results compared). The width of the
-    live blocks is rounded up to a multiple of :data:`_WIDTH_QUANTUM` (:func:`_width_padding`).
+    round-off (tested), and on the tables' 640 runs the same recorded results. Whether to narrow is judged on
+    the live width (a fifth less than the width in use); the width of the live blocks is then rounded up to a
+    multiple of :data:`_WIDTH_QUANTUM` (:func:`_width_padding`).
     The weights, Adam's moments and the update stay in the full layout (``A3``, ``pad_mask``: that layout's
     columns and real slots); the step gathers the live weights (``index``; padding points at an appended zero
     slot) and its gradient is scattered back, zero elsewhere.
@@ -421,9 +425,12 @@ def _narrowed_layout(A3: np.ndarray, pad_mask: np.ndarray, W: np.ndarray, m: np.
     pad = ~np.broadcast_to(pad_mask, W.shape)
     live = ~(dead | pad)[..., :head]
     n_live = int(live.sum(axis=-1).max(initial=0))
-    head_width = min(head, max(_bucketed(-(-n_live // B) * B), B if tail == 0 else 0))
+    head_width = max(_round_up(n_live, B), B if tail == 0 else 0)
+    if head_width + tail > _COMPACT_GAIN * width:  # the gain is judged on the live width itself
+        return None
+    head_width = min(head, _round_up(head_width, _WIDTH_QUANTUM))  # then bucketed (_width_padding)
     new_width = head_width + tail
-    if new_width > _COMPACT_GAIN * width:
+    if new_width >= width:
         return None
     order = np.argsort(~live, axis=-1, kind="stable")[..., :head_width]  # live columns first, in order
     taken = np.take_along_axis(live, order, axis=-1)
@@ -462,7 +469,7 @@ def optimize_weights(
     With ``compact`` (``form='fast'`` and ``xla``; env ``LGCEXP_AUTOL_NARROW=0`` turns it off), after each
     block the step is narrowed to the labels still in play when that saves at least a fifth of its width
     (:func:`_narrowed_layout`: the same dropped labels, the weights to round-off, on the tables' runs the same
-    bits; most dropped labels drop in the first few hundred steps, so later steps read a fraction of ``A3``).
+    recorded results; most dropped labels drop in the first few hundred steps, so later steps read a fraction of ``A3``).
     ``keep``: stats["state"] holds the optimiser (weights, Adam's moments and step count, the step in use);
     ``resume``: such a state of an earlier call on the same model, which this call continues with the state's
     own options (``lr``, ``beta1``, ``beta2``, ``epsilon``, ``omega0``, ``xla``, ``chunk`` and ``compact`` are
