@@ -469,7 +469,8 @@ def optimize_weights(
     With ``compact`` (``form='fast'`` and ``xla``; env ``LGCEXP_AUTOL_NARROW=0`` turns it off), after each
     block the step is narrowed to the labels still in play when that saves at least a fifth of its width
     (:func:`_narrowed_layout`: the same dropped labels, the weights to round-off, on the tables' runs the same
-    recorded results; most dropped labels drop in the first few hundred steps, so later steps read a fraction of ``A3``).
+    recorded results; most dropped labels drop in the first few hundred steps, so later steps read a fraction
+    of ``A3``).
     ``keep``: stats["state"] holds the optimiser (weights, Adam's moments and step count, the step in use);
     ``resume``: such a state of an earlier call on the same model, which this call continues with the state's
     own options (``lr``, ``beta1``, ``beta2``, ``epsilon``, ``omega0``, ``xla``, ``chunk`` and ``compact`` are
