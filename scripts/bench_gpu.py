@@ -736,9 +736,9 @@ def make_million(a: argparse.Namespace) -> tuple[tuple[Path, Path], float]:
         sys.path.pop(0)
     t0 = time.perf_counter()
     out_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "lgcexp-bench-infimnist"
-    from lgcexp.graph.selfjoin import search_threads
+    from lgcexp.devices import cpu_threads
 
-    workers = search_threads()       # the CPUs this process may use (OMP_NUM_THREADS when set)
+    workers = cpu_threads()          # the CPUs this process may use (OMP_NUM_THREADS when set)
     files = mi.make(a.million, 0, out_dir, a.data, quiet=True, workers=workers)
     s = time.perf_counter() - t0
     say(f"million: {a.million:,d} points made in {s:.1f}s ({workers} processes)")

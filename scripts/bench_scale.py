@@ -63,10 +63,10 @@ def dataset_files(n: int, seed: int = 0) -> tuple[Path, Path]:
         import make_infimnist
     finally:
         sys.path.pop(0)
-    from lgcexp.graph.selfjoin import search_threads  # the CPUs this process may use
+    from lgcexp.devices import cpu_threads  # the CPUs this process may use (OMP_NUM_THREADS when set)
 
     return make_infimnist.make(n, seed, make_infimnist.default_out_dir(), make_infimnist.default_mnist(), quiet=True,
-                               workers=search_threads())
+                               workers=cpu_threads())
 
 
 def lgcexp_args(n: int, x: Path, y: Path, algo: str, cache_dir: Path, out: Path, extra: list[str]) -> list[str]:

@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import tensorflow as _tf  # TensorFlow imported lazily, quiet, its pools sized for this process
 from ..graph import Graph
 from ..locations import env_switch
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
@@ -87,12 +88,6 @@ NORMALIZE = ("softmax", "degree")
 SOLVERS = ("cg", "power")
 DTYPES = ("float32", "float64")
 LOG_EPS = 1e-6  # the constant inside the logarithms of xent (authors' value) and ce
-def _tf():
-    """Import TensorFlow lazily (quietly, its thread pools sized for this process: lgcexp.devices.tensorflow);
-    lgcexp itself does not need it."""
-    from ..devices import tensorflow
-
-    return tensorflow()
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -16,12 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-
-def tf_module() -> Any:
-    """TensorFlow, quiet, its thread pools sized for this process (:func:`lgcexp.devices.tensorflow`)."""
-    from ..devices import tensorflow
-
-    return tensorflow()
+from ..devices import tensorflow as tf_module  # TensorFlow imported lazily, quiet, its pools sized for this process
 
 
 @contextmanager
