@@ -4,7 +4,7 @@ Reproduces de Aquino Afonso & Berton, "Optimizing Diffusion Rate and Label Relia
 in a Graph-based Semi-supervised Classifier" (LGC_LVO_AutoL / LGC_LVO_AutoD).
 
 ``lgcexp.find_label_issues(X, labels, ...)``: which given labels look wrong and what they should be
-(:mod:`lgcexp.label_issues`), without Hydra.
+(:mod:`lgcexp.issues`), without Hydra.
 """
 
 __version__ = "0.1.0"
@@ -20,7 +20,7 @@ except ImportError:  # no OmegaConf (e.g. a bare GPU box running scripts/bench_g
 def __getattr__(name: str):
     """``find_label_issues`` is imported on first use (it pulls in pandas and scikit-learn)."""
     if name == "find_label_issues":
-        from .find_issues import find_label_issues
+        from .issues.find import find_label_issues
 
         return find_label_issues
     raise AttributeError(f"module 'lgcexp' has no attribute {name!r}")

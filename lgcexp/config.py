@@ -110,7 +110,7 @@ class RunPlan:
     seed: int
     n_labels: int | None  # None: the data's own labelled set is used (a diagnosis run)
     loss: str | None     # the loss the run used (methods that take one), else None
-    detect: Any = None   # lgcexp.label_issues.DetectOptions (label issues of methods that judge labels)
+    detect: Any = None   # lgcexp.issues.options.DetectOptions (label issues of methods that judge labels)
     features: Any = None  # lgcexp.features.FeatureMap (the representation the graph is built on; raw by default)
 
     @property
@@ -187,7 +187,7 @@ def plan(cfg: Any) -> RunPlan:
 
 def _detect_options(section: Any) -> Any:
     """The ``detect`` section (label issues) checked against its parameter table; absent: the defaults."""
-    from .label_issues import DetectOptions
+    from .issues.options import DetectOptions
 
     if section is None:
         return DetectOptions()
@@ -218,7 +218,7 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     if not given_labels and not label_protocol(p.config):
         check_label_count(p.n_labels, n, n_classes)
         p.noise.check_data(n, n_classes)
-        from .loo import DENSE_METHODS, dense_refusal
+        from .issues.loo import DENSE_METHODS, dense_refusal
 
         why = dense_refusal(p.algorithm.name, p.n_labels, "algo") if p.algorithm.name in DENSE_METHODS else None
         if why:

@@ -12,13 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__, devices, diagnosis, label_issues
+from . import __version__, devices
 from .algorithms import GraphSSLAlgorithm
 from .cache import Cache
 from .config import RunPlan, check_against_data, plan
 from .data import Dataset
 from .evaluate import evaluate, mark_unreached
 from .graph import Graph
+from .issues import diagnosis
+from .issues import frames as label_issues
 from .labels import LabelSplit, sample_and_corrupt
 from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv, write_table
 from .rundir import config_hash, effective_config
@@ -39,7 +41,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     with timer.stage("load"):
         data = load(p, paths)
     with timer.stage("labels"):
-        if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.diagnosis)
+        if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.issues.diagnosis)
             split = diagnosis.given_split(p, data)
         else:
             split = sample_and_corrupt(data.y, p.n_labels, seed=p.seed, noise=p.noise, X=data.X,
@@ -60,7 +62,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")
     with timer.stage("evaluate"):
         metrics = evaluate_run(p.algorithm, graph, data.y, split)
-        # label issues of a method that judges labels (lgcexp.label_issues; None for the others)
+        # label issues of a method that judges labels (lgcexp.issues; None for the others)
         metrics.update(label_issues.run_metrics(issues, split))
     result = record(p, data, graph, graph_hit, eig, eig_hit, metrics, timer)
     if feats.key is not None:  # a raw run's record stays as it was
@@ -99,7 +101,7 @@ def features(p: RunPlan, data: Dataset, split: LabelSplit, cache: Cache) -> Any:
 def evaluate_run(algorithm: GraphSSLAlgorithm, graph: Graph, y_true: np.ndarray, split: LabelSplit) -> dict[str, Any]:
     """Stage 6: accuracies (points no label reaches are predicted -1, not class 0, and count as wrong). Own
     data scores only the points with a known clean label (``y_clean`` -1: unknown). The label judgement is
-    scored by :func:`lgcexp.label_issues.run_metrics`."""
+    scored by :func:`lgcexp.issues.frames.run_metrics`."""
     pred, n_unreached = mark_unreached(algorithm.predict(), graph, split.labeled)
     metrics = evaluate(pred, algorithm.labeled_pred_, y_true, split)
     metrics["n_unreached"] = n_unreached

@@ -13,7 +13,7 @@
 :class:`GraphSSLClassifier` holds three stage objects and nothing else: ``algorithm`` (an algorithm of
 :mod:`lgcexp.algorithms`, or its ``algo=`` name), ``graph`` (a graph builder of :mod:`lgcexp.graph`, or its
 ``graph=`` name; None: the algorithm's own default, the kNN graph for most) and ``detect`` (the
-:class:`lgcexp.label_issues.DetectOptions` that turn a method's judgement into ``label_issues_``), plus
+:class:`lgcexp.issues.options.DetectOptions` that turn a method's judgement into ``label_issues_``), plus
 ``cache_dir`` (the command's on-disk cache). Their parameters are theirs: scikit-learn reaches them as
 nested parameters (``algorithm__alpha``, ``graph__k``), so nothing is restated here. ``fit`` runs the stages
 the command runs, in the same function (:func:`lgcexp.stages.fit_on_graph`): graph, Laplacian eigenpairs,
@@ -122,7 +122,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     module docstring). ``algorithm``: an lgcexp algorithm object or its ``algo=`` name (None: the class's
     default, LGC here); ``graph``: a graph builder object or its ``graph=`` name (None: the algorithm's
     ``default_graph``; ``"precomputed"``: X is the affinity matrix); ``detect``: the label-judgement
-    options (a :class:`lgcexp.label_issues.DetectOptions`, a dict of them, or None for the defaults);
+    options (a :class:`lgcexp.issues.options.DetectOptions`, a dict of them, or None for the defaults);
     ``cache_dir``: the command's on-disk cache (None: none)."""
 
     #: the algorithm used when ``algorithm`` is None (a registry name)
@@ -169,7 +169,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return clone(g, safe=False)
 
     def _detect_options(self) -> Any:
-        from .label_issues import DetectOptions
+        from .issues.options import DetectOptions
 
         d = self.detect
         if d is None:

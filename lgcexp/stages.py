@@ -4,7 +4,7 @@
 after loading the data and drawing the labels) and the scikit-learn estimators (:mod:`lgcexp.sklearn`, with
 the labels the user gave). The label judgement is the algorithm's own hook
 (:meth:`lgcexp.algorithms.base.GraphSSLAlgorithm.label_judgement`) under the ``detect`` options
-(:func:`lgcexp.label_issues.judge`), so an estimator's ``label_issues_`` is the command's
+(:func:`lgcexp.issues.judge.judge`), so an estimator's ``label_issues_`` is the command's
 ``label_issues.csv`` for the same fit.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ class StageTimer:
 class FittedStages:
     """What :func:`fit_on_graph` produced: the graph (and whether it came from the cache), the eigenpairs
     (None when the method needs none), the fitted algorithm and its judged labels (None when the method does
-    not judge labels; a :class:`lgcexp.label_issues.JudgedLabels` otherwise)."""
+    not judge labels; a :class:`lgcexp.issues.judge.JudgedLabels` otherwise)."""
 
     graph: Graph
     graph_hit: bool
@@ -62,7 +62,7 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
 
     Times the stages ``graph``, ``eig``, ``optimize`` and ``evaluate`` (the judgement) on ``timer``.
     ``algorithm`` and ``builder`` are fitted in place."""
-    from . import label_issues
+    from .issues import judge as label_issues
 
     timer = timer or StageTimer()
     with timer.stage("graph"):

@@ -57,7 +57,9 @@ def temper(f, y, keep):
 
 def decisions(g, f, y, gate_ok):
     """flags and ranking score (higher = more suspicious) of every rule on one draw."""
-    from lgcexp.label_issues import combine_views, confident_learning, issue_probability, suggested_labels
+    from lgcexp.issues.cuts import confident_learning, issue_probability
+    from lgcexp.issues.judgement import suggested_labels
+    from lgcexp.issues.views import combine_views
 
     c = g.shape[1]
     own_g = suggested_labels(g, y) != y

@@ -7,9 +7,9 @@ detector judges the same noisy labels on the same features and graph (10-NN, Gau
 "mean"). Detectors (``label_quality``: the probability of the given label, lower = more suspicious; the
 flags as stated):
 
-- ``graph``: (a) LGC's graph leave-one-out (alpha 0.9, no learning; :mod:`lgcexp.loo`), flagged where
+- ``graph``: (a) LGC's graph leave-one-out (alpha 0.9, no learning; :mod:`lgcexp.issues.loo`), flagged where
   another class has more evidence;
-- ``lgc+lda``, ``lgc+lr``, ``lgc+mlp``: LGC's evidence judged by ``lgcexp.label_issues.judge`` with the
+- ``lgc+lda``, ``lgc+lr``, ``lgc+mlp``: LGC's evidence judged by ``lgcexp.issues.judge.judge`` with the
   shrinkage-LDA, logistic or network (the fully labelled default) feature view behind the agreement gate, cut
   ``consensus``;
 - ``knn+cleanlab``: (b) out-of-fold 10-NN class frequencies (5 stratified folds) + cleanlab's
@@ -87,7 +87,7 @@ def metrics(quality, flag, flipped) -> dict:
 
 
 def cl_estimate(probs, y, c) -> int:
-    from lgcexp.label_issues import calibrated_counts, confident_joint
+    from lgcexp.issues.cuts import calibrated_counts, confident_joint
 
     C, _ = confident_joint(probs, y, c)
     N = calibrated_counts(C, y)
@@ -127,20 +127,13 @@ def main() -> None:
     from cleanlab.rank import get_label_quality_scores
 
     from lgcexp.graph import build_graph
-    from lgcexp.label_issues import (
-        LabelJudgement,
-        combine_views,
-        confident_learning,
-        judge,
-        knn_oof_from_neighbors,
-        knn_oof_probs,
-        label_quality,
-        oof_mlp_probs,
-        suggested_labels,
-    )
-    from lgcexp.loo import lgc_loo_probs, propagation_diagonal
+    from lgcexp.issues.cuts import confident_learning
+    from lgcexp.issues.judge import judge
+    from lgcexp.issues.judgement import LabelJudgement, label_quality, suggested_labels
+    from lgcexp.issues.loo import lgc_loo_probs, propagation_diagonal
+    from lgcexp.issues.out_of_fold import oof_logistic_probs, oof_mlp_probs
+    from lgcexp.issues.views import combine_views, knn_oof_from_neighbors, knn_oof_probs
     from lgcexp.noise import make_noise
-    from lgcexp.out_of_fold import oof_logistic_probs
 
     datasets = list(a.datasets) + (["mnist"] if a.mnist else [])
     rows = []
@@ -162,7 +155,7 @@ def main() -> None:
         np.save(path, arr)
         return arr
 
-    import lgcexp.out_of_fold as oof
+    import lgcexp.issues.out_of_fold as oof
 
     pca_axes = oof._pca_axes
     pca_memo: dict = {}

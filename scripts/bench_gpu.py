@@ -693,7 +693,7 @@ def finish(src: Path, out: Path) -> dict:
     r["drop_recall"] = tp / max(1, int(flipped.sum()))
     r["drop_f1"] = 2 * tp / max(1, int(dropped.sum()) + int(flipped.sum()))
     if 0 < flipped.sum() < flipped.size:
-        from lgcexp.label_issues import graph_loo_probs
+        from lgcexp.issues.judgement import graph_loo_probs
 
         share = graph_loo_probs(P, y_obs, n_classes, weights=omega)[np.arange(y_obs.size), y_obs]
         r["auc_minus_omega"] = float(roc_auc_score(flipped, -omega))

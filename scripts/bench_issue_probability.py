@@ -5,8 +5,8 @@ For each data set (digits, ISOLET), noise model (uniform, idn, confusion), rate 
 every point is labelled and ``rate`` of the labels flipped; the default judgement of a fully labelled set
 (LGC's graph leave-one-out, alpha 0.9, 10-NN graph, combined with the out-of-fold feature view, by default the
 fully labelled one (``--feature-model``):
-``lgcexp.label_issues.judge``) gives each label a probability of being wrong
-(``lgcexp.label_issues.issue_probability`` over the views that took part). Recorded per run:
+``lgcexp.issues.judge.judge``) gives each label a probability of being wrong
+(``lgcexp.issues.cuts.issue_probability`` over the views that took part). Recorded per run:
 
 - ``ece``: expected calibration error of that probability against the flips (10 equal-width bins);
 - ``mean_p_flagged`` vs ``precision``: what the flags claim on average vs the share of them that are wrong;
@@ -51,15 +51,11 @@ def main() -> None:
     from bench_detect_realistic import load
 
     from lgcexp.graph import build_graph
-    from lgcexp.label_issues import (
-        LabelJudgement,
-        choose_feature_model,
-        issue_probability,
-        judge,
-        normalize_rows,
-        suggested_labels,
-    )
-    from lgcexp.loo import _prepare, _solve, propagation_diagonal
+    from lgcexp.issues.cuts import issue_probability
+    from lgcexp.issues.judge import judge
+    from lgcexp.issues.judgement import LabelJudgement, normalize_rows, suggested_labels
+    from lgcexp.issues.loo import _prepare, _solve, propagation_diagonal
+    from lgcexp.issues.views import choose_feature_model
     from lgcexp.noise import make_noise
 
     rows = []

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Every label of a fully labelled data set judged without P_LL (lgcexp.loo). Not a test.
+"""Every label of a fully labelled data set judged without P_LL (lgcexp.issues.loo). Not a test.
 
 Fully labelled MNIST (70,000 points, every label given, ``--rate`` of them flipped by ``--noise``): the 10-NN
 graph (built, not read from a cache), LGC's solve, its leave-one-out by one solve and the probed diagonal
-(:func:`lgcexp.loo.lgc_loo_probs`), the feature view and the default cut (:func:`lgcexp.label_issues.judge`),
+(:func:`lgcexp.issues.loo.lgc_loo_probs`), the feature view and the default cut (:func:`lgcexp.issues.judge.judge`),
 each timed; the peak RSS of the process (``getrusage``; run it under ``/usr/bin/time -v`` to see the same).
 
 Baseline in the same run: on ``--baseline-labels`` labelled points (sampled, same graph) the dense P_LL path
@@ -40,15 +40,12 @@ def main() -> None:
 
     from lgcexp.algorithms.autol import propagation_submatrix
     from lgcexp.graph import build_graph
-    from lgcexp.label_issues import (
-        LabelJudgement,
-        choose_feature_model,
-        detection_metrics,
-        graph_loo_probs,
-        judge,
-    )
+    from lgcexp.issues.frames import detection_metrics
+    from lgcexp.issues.judge import judge
+    from lgcexp.issues.judgement import LabelJudgement, graph_loo_probs
+    from lgcexp.issues.loo import lgc_loo_probs
+    from lgcexp.issues.views import choose_feature_model
     from lgcexp.labels import sample_labeled
-    from lgcexp.loo import lgc_loo_probs
     from lgcexp.noise import make_noise
 
     out: dict = {"args": vars(a), "seconds": {}}

@@ -2,14 +2,14 @@
 """What the network feature view should read: out-of-fold accuracy of the same network on clean labels
 under four input transforms. Not a test.
 
-The network and folds of :func:`lgcexp.out_of_fold.oof_mlp_probs` (256 ReLU units, 5 stratified folds,
+The network and folds of :func:`lgcexp.issues.out_of_fold.oof_mlp_probs` (256 ReLU units, 5 stratified folds,
 seed 0), on every point of digits, ISOLET and MNIST with their clean labels, after:
 
 - ``standardised+whitened`` (the input before): each feature standardised, 50 principal axes, each axis
   standardised;
 - ``standardised``: each feature standardised, 50 principal axes, divided by the first axis's deviation;
 - ``centred, top axis``: centred only, 50 principal axes, divided by the first axis's deviation;
-- ``centred, mean variance`` (:func:`lgcexp.out_of_fold.network_inputs`, the input now): centred only, 50
+- ``centred, mean variance`` (:func:`lgcexp.issues.out_of_fold.network_inputs`, the input now): centred only, 50
   principal axes, divided by the root of their mean variance.
 
 Writes ``results/bench/network_input.{csv,md}``: accuracy of the out-of-fold argmax and the mean negative
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def inputs(X: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
-    from lgcexp import out_of_fold as oo
+    from lgcexp.issues import out_of_fold as oo
 
     std = oo._pca_axes(X, 50, seed)
     cen = oo._pca_axes(X, 50, seed, standardize=False)
@@ -48,7 +48,7 @@ def main() -> None:
     from bench_detect_realistic import load
     from sklearn.neural_network import MLPClassifier
 
-    from lgcexp import out_of_fold as oo
+    from lgcexp.issues import out_of_fold as oo
 
     def network(n_train: int) -> MLPClassifier:
         b = int(min(oo.MLP_BATCH, n_train))

@@ -42,7 +42,10 @@ import pandas as pd  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lgcexp import label_issues as li  # noqa: E402
+from lgcexp.issues import cuts, frames, views  # noqa: E402
+from lgcexp.issues import judge as judging  # noqa: E402
+from lgcexp.issues import judgement as jm  # noqa: E402
+from lgcexp.issues import options as opts_mod  # noqa: E402
 
 RATES = {("isolet", "uniform"): (0.0, 0.2, 0.4, 0.6), ("isolet", "pairwise"): (0.2, 0.4),
          ("mnist", "uniform"): (0.0, 0.15, 0.3), ("mnist", "pairwise"): (0.15, 0.3)}
@@ -88,7 +91,7 @@ def siis_algorithm(dataset: str, rate: float):
 
 
 def row(base: dict, detector: str, quality, is_issue, suggested, split, extra=None) -> dict:
-    m = li.detection_metrics(quality, is_issue, split.flipped, suggested, split.y_clean)
+    m = frames.detection_metrics(quality, is_issue, split.flipped, suggested, split.y_clean)
     return {**base, "detector": detector, **m, **(extra or {})}
 
 
@@ -107,26 +110,26 @@ def one_run(ctx, dataset: str, noise: str, rate: float, seed: int, with_siis: bo
     autol = AutoL().fit(graph, split.labeled, y, c, cache=cache)
     t_fit = time.perf_counter() - t0
     j = autol.label_judgement()
-    d = li.judge(j, y, li.DetectOptions(), X=X)
+    d = judging.judge(j, y, opts_mod.DetectOptions(), X=X)
     rows.append(row(base, "autoL", d.quality, d.is_issue, d.suggested, split,
                     {"features_used": d.features, "feature_agreement": d.feature_agreement, "fit_seconds": t_fit}))
-    g = li.judge(j, y, li.DetectOptions(cut="suggested", features=False))
+    g = judging.judge(j, y, opts_mod.DetectOptions(cut="suggested", features=False))
     rows.append(row(base, "autoL, graph only", g.quality, g.is_issue, g.suggested, split))
-    cl = li.decide(d.probs, y, "prune_by_noise_rate")
+    cl = cuts.decide(d.probs, y, "prune_by_noise_rate")
     rows.append(row(base, "autoL, confident learning", d.quality, cl, d.suggested, split))
     rows.append(row(base, "autoL, omega <= 0", autol.omega_, autol.omega_ <= 0, autol.labeled_pred_, split))
     # LGC's leave-one-out judgement from the same P_LL (alpha 0.90001 instead of LGC's 0.9)
     P, _ = cached_propagation_submatrix(graph, split.labeled, autol.alpha, cache=cache, solver=autol.solver,
                                         tol=autol.tol, maxiter=autol.maxiter, t=autol.t, dtype=autol.dtype)
-    lj = li.LabelJudgement(probs=li.graph_loo_probs(P, y, c), source="lgc")
-    d = li.judge(lj, y, li.DetectOptions(), X=X)
+    lj = jm.LabelJudgement(probs=jm.graph_loo_probs(P, y, c), source="lgc")
+    d = judging.judge(lj, y, opts_mod.DetectOptions(), X=X)
     rows.append(row(base, "lgc", d.quality, d.is_issue, d.suggested, split,
                     {"features_used": d.features, "feature_agreement": d.feature_agreement}))
-    b = li.judge(lj, y, li.DetectOptions(cut="suggested", features=False))
+    b = judging.judge(lj, y, opts_mod.DetectOptions(cut="suggested", features=False))
     rows.append(row(base, "baseline: graph LOO", b.quality, b.is_issue, b.suggested, split))
-    kp = li.knn_oof_probs(X, y, c, k=10, folds=5, seed=0)
-    rows.append(row(base, "baseline: kNN + CL", li.label_quality(kp, y), li.decide(kp, y, "prune_by_noise_rate"),
-                    li.suggested_labels(kp, y), split))
+    kp = views.knn_oof_probs(X, y, c, k=10, folds=5, seed=0)
+    rows.append(row(base, "baseline: kNN + CL", jm.label_quality(kp, y), cuts.decide(kp, y, "prune_by_noise_rate"),
+                    jm.suggested_labels(kp, y), split))
     if with_siis:
         from lgcexp.spectral import laplacian_eigenpairs
 
@@ -134,7 +137,7 @@ def one_run(ctx, dataset: str, noise: str, rate: float, seed: int, with_siis: bo
         eig, _ = laplacian_eigenpairs(graph, algo.required_eigenpairs(), cache=cache)
         t0 = time.perf_counter()
         algo.fit(graph, split.labeled, y, c, eig=eig, cache=cache)
-        d = li.judge(algo.label_judgement(), y, li.DetectOptions(), X=X)
+        d = judging.judge(algo.label_judgement(), y, opts_mod.DetectOptions(), X=X)
         rows.append(row(base, "siis", d.quality, d.is_issue, d.suggested, split,
                         {"features_used": d.features, "feature_agreement": d.feature_agreement,
                          "fit_seconds": time.perf_counter() - t0}))

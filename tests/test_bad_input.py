@@ -68,7 +68,7 @@ def table_cases():
     for p, cons in TOP_PARAMETERS.items():
         for v in bad_values(cons):
             cases.append(((f"{p}={_typed(v)}",), f"{p}={_typed(v)}"))
-    from lgcexp.label_issues import DetectOptions
+    from lgcexp.issues.options import DetectOptions
 
     for p, cons in DetectOptions._parameter_constraints.items():
         for v in bad_values(cons):

@@ -110,7 +110,7 @@ print("HEAVY:" + " ".join(m for m in ("pandas", "tensorflow", "sklearn") if m in
 
 
 def test_the_preflight_plan_imports_no_pandas():
-    """The pre-flight (a plan per job, in the launching process) needs no table library: lgcexp.label_issues
+    """The pre-flight (a plan per job, in the launching process) needs no table library: lgcexp.issues
     imports pandas where it makes a table."""
     r = subprocess.run([sys.executable, "-c", _PLAN_PROBE], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

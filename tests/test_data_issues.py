@@ -1,4 +1,4 @@
-"""Outliers and near-duplicates (lgcexp.data_issues) against brute-force computations on the full
+"""Outliers and near-duplicates (lgcexp.issues.data_audit) against brute-force computations on the full
 distance matrix, and the audit in a diagnosis run's report."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lgcexp import data_issues as di
+from lgcexp.issues import data_audit as di
 
 
 @pytest.fixture(scope="module")

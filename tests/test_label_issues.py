@@ -1,4 +1,4 @@
-"""Label issues (lgcexp.label_issues): every score and cut against a brute-force or hand computation, the
+"""Label issues (lgcexp.issues): every score and cut against a brute-force or hand computation, the
 metrics' edge cases, confident learning on a hand-worked example (and against cleanlab where installed),
 the methods' judgements against leave-one-out refits, find_label_issues on a toy problem, and the runs'
 label_issues.csv and detection metrics."""
@@ -14,9 +14,13 @@ import yaml
 from conftest import random_graph, two_clusters
 from helpers import CONF, make_cfg
 
-from lgcexp import label_issues as li
 from lgcexp.errors import UserError
-from lgcexp.find_issues import find_label_issues
+from lgcexp.issues import cuts, frames, views
+from lgcexp.issues import judge as judging
+from lgcexp.issues import judgement as jm
+from lgcexp.issues import options as opts_mod
+from lgcexp.issues import out_of_fold as oof
+from lgcexp.issues.find import find_label_issues
 from lgcexp.params import constructor_defaults
 
 # --- quality and suggestion -------------------------------------------------------------------------------
@@ -28,17 +32,17 @@ def test_quality_and_suggestion_by_hand():
                       [0.0, 0.0, 0.0],   # no evidence: quality 1, keep the given label
                       [0.1, 0.3, 0.6]])
     y = np.array([1, 1, 2, 2])
-    np.testing.assert_allclose(li.label_quality(probs, y), [0.2, 0.5, 1.0, 0.6])
-    assert li.suggested_labels(probs, y).tolist() == [0, 1, 2, 2]
-    assert li.decide(probs, y, "suggested").tolist() == [True, False, False, False]
-    assert li.decide(probs, y, "threshold", threshold=0.55).tolist() == [True, True, False, False]
-    assert li.decide(probs, y, "method", decision=np.array([0, 0, 1, 0])).tolist() == [False, False, True, False]
+    np.testing.assert_allclose(jm.label_quality(probs, y), [0.2, 0.5, 1.0, 0.6])
+    assert jm.suggested_labels(probs, y).tolist() == [0, 1, 2, 2]
+    assert cuts.decide(probs, y, "suggested").tolist() == [True, False, False, False]
+    assert cuts.decide(probs, y, "threshold", threshold=0.55).tolist() == [True, True, False, False]
+    assert cuts.decide(probs, y, "method", decision=np.array([0, 0, 1, 0])).tolist() == [False, False, True, False]
     with pytest.raises(ValueError, match="no decision of its own"):
-        li.decide(probs, y, "method")
+        cuts.decide(probs, y, "method")
     # consensus: the evidence and the reported distribution must both prefer another class
     evidence = np.array([[0.2, 0.7, 0.1], [0.9, 0.1, 0.0], [0, 0, 0], [0.1, 0.3, 0.6]])
-    assert li.decide(probs, y, "consensus", evidence=evidence).tolist() == [False, False, False, False]
-    assert li.decide(probs, y, "consensus").tolist() == li.decide(probs, y, "suggested").tolist()
+    assert cuts.decide(probs, y, "consensus", evidence=evidence).tolist() == [False, False, False, False]
+    assert cuts.decide(probs, y, "consensus").tolist() == cuts.decide(probs, y, "suggested").tolist()
 
 
 def test_graph_loo_probs_brute_force():
@@ -48,7 +52,7 @@ def test_graph_loo_probs_brute_force():
     y = np.array([0, 1, 2, 0, 1, 2, 0])
     w = rng.random(7)
     w[3] = -0.5  # a negative weight counts as 0 (AutoL's max(omega, 0))
-    got = li.graph_loo_probs(P, y, 3, weights=w)
+    got = jm.graph_loo_probs(P, y, 3, weights=w)
     for i in range(7):
         v = np.zeros(3)
         for j in range(7):
@@ -56,7 +60,7 @@ def test_graph_loo_probs_brute_force():
                 v[y[j]] += max(w[j], 0) * P[i, j]
         np.testing.assert_allclose(got[i], v / v.sum())
     # scale-free: the same at 10 w (the vote share does not sharpen as omega grows)
-    np.testing.assert_allclose(li.graph_loo_probs(P, y, 3, weights=10 * w), got)
+    np.testing.assert_allclose(jm.graph_loo_probs(P, y, 3, weights=10 * w), got)
 
 
 def test_lgc_judgement_is_lgc_refitted_without_each_label():
@@ -86,7 +90,7 @@ def test_autol_judgement_is_the_vote_share_at_the_learnt_weights():
     y[2] = 1 - y[2]
     a = AutoL(steps=200, xla=False, dtype="float64").fit(graph, labeled, y, 2)
     j = a.label_judgement()
-    np.testing.assert_allclose(j.probs, li.graph_loo_probs(a._P, y, 2, weights=a.omega_))
+    np.testing.assert_allclose(j.probs, jm.graph_loo_probs(a._P, y, 2, weights=a.omega_))
     assert np.array_equal(j.decision, a.omega_ <= 0)
     np.testing.assert_allclose(j.probs.sum(axis=1), 1.0)
 
@@ -121,24 +125,24 @@ CL_Y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
 
 def test_confident_learning_hand_worked():
     # t_0 = mean(0.9, 0.8, 0.3, 0.6) = 0.65;  t_1 = mean(0.8, 0.9, 0.3, 0.55) = 0.6375
-    np.testing.assert_allclose(li.confident_thresholds(CL_PROBS, CL_Y, 2), [0.65, 0.6375])
+    np.testing.assert_allclose(cuts.confident_thresholds(CL_PROBS, CL_Y, 2), [0.65, 0.6375])
     # confident classes: 0:{0} 1:{0} 2:{1} 3:none (0.6<0.65, 0.4<0.6375) 4:{1} 5:{1} 6:{0} 7:none
-    C, guess = li.confident_joint(CL_PROBS, CL_Y, 2)
+    C, guess = cuts.confident_joint(CL_PROBS, CL_Y, 2)
     assert guess.tolist() == [0, 0, 1, -1, 1, 1, 0, -1]
     assert C.tolist() == [[2, 1], [1, 2]]
     # off-diagonal of the confident joint
-    assert np.flatnonzero(li.confident_learning(CL_PROBS, CL_Y, filter_by="confident_joint")).tolist() == [2, 6]
+    assert np.flatnonzero(cuts.confident_learning(CL_PROBS, CL_Y, filter_by="confident_joint")).tolist() == [2, 6]
     # calibrated counts: each row [2, 1] scaled to the 4 labels of its class -> [8/3, 4/3] -> rounded
     # preserving 4: [3, 1] (the larger remainder, 2/3, gets the extra unit)
-    assert li.calibrated_counts(C, CL_Y).tolist() == [[3, 1], [1, 3]]
+    assert cuts.calibrated_counts(C, CL_Y).tolist() == [[3, 1], [1, 3]]
     # prune by noise rate: the label-0 point with the largest margin p1 - p0 (point 2), and the label-1
     # point with the largest p0 - p1 (point 6)
-    assert np.flatnonzero(li.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_noise_rate")).tolist() == [2, 6]
+    assert np.flatnonzero(cuts.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_noise_rate")).tolist() == [2, 6]
     # prune by class: the 1 label of each class with the lowest self-confidence: 2 (0.3) and 6 (0.3)
-    assert np.flatnonzero(li.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_class")).tolist() == [2, 6]
-    assert np.flatnonzero(li.confident_learning(CL_PROBS, CL_Y, filter_by="both")).tolist() == [2, 6]
+    assert np.flatnonzero(cuts.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_class")).tolist() == [2, 6]
+    assert np.flatnonzero(cuts.confident_learning(CL_PROBS, CL_Y, filter_by="both")).tolist() == [2, 6]
     # min_per_class caps what a class may lose
-    assert not li.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_class", min_per_class=4).any()
+    assert not cuts.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_class", min_per_class=4).any()
 
 
 def test_confident_learning_never_flags_the_most_likely_class_and_counts_by_rate():
@@ -146,14 +150,14 @@ def test_confident_learning_never_flags_the_most_likely_class_and_counts_by_rate
                       [0.3, 0.7], [0.4, 0.6], [0.35, 0.65]])     # given 1
     y = np.array([0, 0, 0, 1, 1, 1])
     # t = (0.35, 0.65); confident classes 1, 0, 1 | 1, 0, 1 (point 5 reaches both: the larger, 1)
-    C, guess = li.confident_joint(probs, y, 2)
+    C, guess = cuts.confident_joint(probs, y, 2)
     assert guess.tolist() == [1, 0, 1, 1, 0, 1] and C.tolist() == [[1, 2], [1, 2]]
     # calibrated = C (rows already sum to 3): prune 2 of class 0 towards 1 by margin (points 0 and 2), 1 of
     # class 1 towards 0 (point 4, the largest p0 - p1), but point 4's own class is its most likely: kept
-    assert li.calibrated_counts(C, y).tolist() == [[1, 2], [1, 2]]
-    flags = li.confident_learning(probs, y, filter_by="prune_by_noise_rate")
+    assert cuts.calibrated_counts(C, y).tolist() == [[1, 2], [1, 2]]
+    flags = cuts.confident_learning(probs, y, filter_by="prune_by_noise_rate")
     assert np.flatnonzero(flags).tolist() == [0, 2]
-    assert np.flatnonzero(li.confident_learning(probs, y, filter_by="confident_joint")).tolist() == [0, 2]
+    assert np.flatnonzero(cuts.confident_learning(probs, y, filter_by="confident_joint")).tolist() == [0, 2]
 
 
 def test_confident_learning_against_cleanlab_when_installed():
@@ -170,7 +174,7 @@ def test_confident_learning_against_cleanlab_when_installed():
         y[flip] = (y[flip] + rng.integers(1, c, flip.sum())) % c
         for ours_name, fb in (("prune_by_noise_rate",) * 2, ("prune_by_class",) * 2, ("both",) * 2,
                               ("confident_joint", "confident_learning")):
-            ours = li.confident_learning(probs, y, c, filter_by=ours_name)
+            ours = cuts.confident_learning(probs, y, c, filter_by=ours_name)
             theirs = cleanlab.find_label_issues(y, probs, filter_by=fb)
             diff.setdefault(fb, []).append(((ours ^ theirs).sum(), theirs.sum()))
     # the same sets up to a few labels (details of cleanlab's count adjustments): under 5 % of the flagged
@@ -188,7 +192,7 @@ def test_knn_oof_probs_brute_force():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(30, 3))
     y = np.repeat([0, 1, 2], 10)
-    got = li.knn_oof_probs(X, y, 3, k=4, folds=5, seed=7)
+    got = views.knn_oof_probs(X, y, 3, k=4, folds=5, seed=7)
     want = np.zeros((30, 3))
     for tr, te in StratifiedKFold(5, shuffle=True, random_state=7).split(X, y):
         for i in te:
@@ -206,7 +210,7 @@ def test_shrinkage_lda_is_the_gaussian_posterior_with_the_shrunk_covariance():
     Z = np.vstack([rng.normal(size=(15, 4)) + m for m in ([0, 0, 0, 0], [2, 0, 1, 0], [0, 3, 0, 1])])
     y = np.repeat([0, 2, 3], 15)  # class 1 absent from training
     Zt = rng.normal(size=(5, 4))
-    got = li.shrinkage_lda(Z, y, Zt, 4)
+    got = views.shrinkage_lda(Z, y, Zt, 4)
     means = {k: Z[y == k].mean(axis=0) for k in (0, 2, 3)}
     S, _ = ledoit_wolf(Z - np.stack([means[k] for k in y]), assume_centered=True)
     logp = np.stack([np.log(1 / 3) + multivariate_normal(means[k], S).logpdf(Zt) for k in (0, 2, 3)], axis=1)
@@ -224,15 +228,15 @@ def test_feature_view_never_learns_from_rejected_labels():
     y_bad[:6] = 1  # six wrong labels in cluster 0
     keep = np.ones(40, dtype=bool)
     keep[:6] = False
-    clean = li.feature_probs(X, y_bad, 2, keep)
+    clean = views.feature_probs(X, y_bad, 2, keep)
     assert (clean[:6, 0] > 0.9).all()  # the rejected labels are predicted from the others
-    assert li.feature_probs(X, y, 2, np.arange(40) < 20) is None  # one class left: no model
+    assert views.feature_probs(X, y, 2, np.arange(40) < 20) is None  # one class left: no model
 
 
 def test_combine_views():
     g = np.array([[0.5, 0.5, 0.0], [0, 0, 0]])
     f = np.array([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5]])
-    got = li.combine_views(g, f, floor=0.0)
+    got = views.combine_views(g, f, floor=0.0)
     want = np.sqrt(g[0] * f[0])
     np.testing.assert_allclose(got[0], want / want.sum())
     assert (got[1] == 0).all()  # no evidence from the method: stays without evidence
@@ -247,7 +251,7 @@ def test_detection_metrics_by_hand():
     f = np.array([1, 0, 1, 0, 0, 0], dtype=bool)
     sug = np.array([2, 0, 1, 1, 0, 0])
     clean = np.array([2, 1, 0, 1, 0, 0])
-    m = li.detection_metrics(q, d, f, sug, clean)
+    m = frames.detection_metrics(q, d, f, sug, clean)
     # AUC: flipped at 0.1 and 0.3 against 4 clean at 0.2, 0.4, 0.9, 0.8 -> pairs won: 4 + 3 = 7 of 8
     assert m["detect_auc"] == pytest.approx(7 / 8)
     # AP: ranks 1 (hit), 2, 3 (hit) -> (1/1 + 2/3) / 2
@@ -264,24 +268,24 @@ def test_detection_metrics_edge_cases():
     q = np.array([0.1, 0.5, 0.9])
     none = np.zeros(3, dtype=bool)
     # no flips: F1, precision, recall 0 (not NaN); AUC, AP, P@k and suggestion accuracy undefined (None)
-    m = li.detection_metrics(q, np.array([True, False, False]), none, np.zeros(3), np.zeros(3))
+    m = frames.detection_metrics(q, np.array([True, False, False]), none, np.zeros(3), np.zeros(3))
     assert (m["detect_f1"], m["detect_precision"], m["detect_recall"]) == (0.0, 0.0, 0.0)
     assert m["detect_auc"] is None and m["detect_ap"] is None and m["detect_precision_at_k"] is None
     assert m["detect_suggest_acc"] is None and m["detect_false_alarms"] == 1
     # nothing flagged, nothing flipped
-    m = li.detection_metrics(q, none, none)
+    m = frames.detection_metrics(q, none, none)
     assert m["detect_f1"] == 0.0 and m["n_label_issues"] == 0 and m["detect_false_alarm_rate"] == 0.0
     # every label flipped: AUC undefined, the rest defined
-    m = li.detection_metrics(q, ~none, ~none)
+    m = frames.detection_metrics(q, ~none, ~none)
     assert m["detect_auc"] is None and m["detect_f1"] == 1.0 and m["detect_ap"] == 1.0
     # nothing flagged but flips: precision 0 (not NaN)
-    m = li.detection_metrics(q, none, np.array([True, False, False]))
+    m = frames.detection_metrics(q, none, np.array([True, False, False]))
     assert m["detect_precision"] == 0.0 and m["detect_recall"] == 0.0 and m["detect_f1"] == 0.0
     assert json.dumps(m)  # no NaN anywhere
 
 
 def test_issues_frame_order_and_columns():
-    df = li.issues_frame(np.array([10, 11, 12, 13]), np.array(["a", "b", "a", "b"]), np.array(["a", "a", "b", "b"]),
+    df = frames.issues_frame(np.array([10, 11, 12, 13]), np.array(["a", "b", "a", "b"]), np.array(["a", "a", "b", "b"]),
                          np.array([0.9, 0.2, 0.1, 0.2]), np.array([False, True, True, False]),
                          np.array([False, True, True, False]))
     assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "is_label_issue",
@@ -313,9 +317,9 @@ def test_issue_probability_against_enumeration(n_views):
     views[0][3] = 0.0  # no evidence: probability 0
     y = rng.integers(0, c, size=l)
     prior = np.bincount(y, minlength=c) / l
-    got = li.issue_probability(views, y)
+    got = cuts.issue_probability(views, y)
     if n_views == 1:
-        want = 1.0 - li.normalize_rows(views[0])[np.arange(l), y]
+        want = 1.0 - jm.normalize_rows(views[0])[np.arange(l), y]
         want[3] = 0.0
     else:
         want = _posterior_by_enumeration(views, y, prior, 1e-4)
@@ -323,7 +327,7 @@ def test_issue_probability_against_enumeration(n_views):
     # an explicit prior replaces the label fractions
     flat = np.full(c, 1.0 / c)
     if n_views > 1:
-        assert np.allclose(li.issue_probability(views, y, prior=flat),
+        assert np.allclose(cuts.issue_probability(views, y, prior=flat),
                            _posterior_by_enumeration(views, y, flat, 1e-4), atol=1e-12)
 
 
@@ -333,9 +337,9 @@ def test_judge_reports_issue_probability_of_the_views_used():
     wrong = rng.choice(y.size, 10, replace=False)
     y_obs = y.copy()
     y_obs[wrong] = 1 - y_obs[wrong]
-    evidence = li.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
-    with_view = li.judge(li.LabelJudgement(probs=evidence), y_obs, None, X=X)
-    alone = li.judge(li.LabelJudgement(probs=evidence), y_obs, {"features": False}, X=X)
+    evidence = jm.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
+    with_view = judging.judge(jm.LabelJudgement(probs=evidence), y_obs, None, X=X)
+    alone = judging.judge(jm.LabelJudgement(probs=evidence), y_obs, {"features": False}, X=X)
     assert with_view.features and not alone.features
     assert np.allclose(alone.issue_probability, 1.0 - evidence[np.arange(y.size), y_obs])
     assert with_view.expected_issues == pytest.approx(with_view.issue_probability.sum())
@@ -343,7 +347,7 @@ def test_judge_reports_issue_probability_of_the_views_used():
     assert (with_view.issue_probability[wrong] > alone.issue_probability[wrong]).all()
     # the feature view handed back is the out-of-fold view trained on the labels the evidence keeps
     keep = evidence.argmax(axis=1) == y_obs
-    assert np.array_equal(with_view.feature_view, li.feature_probs(X, y_obs, 2, keep))
+    assert np.array_equal(with_view.feature_view, views.feature_probs(X, y_obs, 2, keep))
     assert alone.feature_view is None
 
 
@@ -418,8 +422,8 @@ def test_find_label_issues_is_exported():
 
 def test_yaml_detect_defaults_equal_constructor_defaults():
     section = yaml.safe_load((Path(CONF) / "config.yaml").read_text())["detect"]
-    defaults = constructor_defaults(li.DetectOptions)
-    assert section == defaults and set(defaults) == set(li.DetectOptions._parameter_constraints)
+    defaults = constructor_defaults(opts_mod.DetectOptions)
+    assert section == defaults and set(defaults) == set(opts_mod.DetectOptions._parameter_constraints)
     for k, v in section.items():
         assert type(v) is type(defaults[k]), k
 
@@ -428,7 +432,7 @@ def test_run_writes_label_issues_and_metrics(tmp_path):
     from lgcexp.pipeline import run
 
     r = run(make_cfg("algo=lgc", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "lgc")
-    df = pd.read_csv(tmp_path / "lgc" / li.ISSUES_FILE)
+    df = pd.read_csv(tmp_path / "lgc" / frames.ISSUES_FILE)
     assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
                                 "is_label_issue", "is_flipped"]
     assert r["detect_expected_issues"] == pytest.approx(df["issue_probability"].sum())
@@ -446,7 +450,7 @@ def test_run_writes_label_issues_and_metrics(tmp_path):
     assert int(df["is_label_issue"].sum()) == r["n_label_issues"]
     # a method that does not judge labels writes none
     r = run(make_cfg("algo=gfhf", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "gfhf")
-    assert not (tmp_path / "gfhf" / li.ISSUES_FILE).exists() and "detect_auc" not in r
+    assert not (tmp_path / "gfhf" / frames.ISSUES_FILE).exists() and "detect_auc" not in r
     # options: the method's own verdict, no feature view
     r = run(make_cfg("algo=lgc", "noise.rate=0.2", "detect.cut=prune_by_class", "detect.features=false",
                      tmp=tmp_path), out_dir=tmp_path / "lgc2")
@@ -475,7 +479,7 @@ def test_auto_judgement_is_autol_s_at_the_chosen_alpha():
     a = Auto(steps=200, search_steps=50, xla=False, dtype="float64", tol=1e-12).fit(graph, labeled, y, 2)
     j = a.label_judgement()
     P, _ = propagation_submatrix(graph.S, labeled, a.alpha_, tol=1e-12, dtype="float64")
-    np.testing.assert_allclose(j.probs, li.graph_loo_probs(P, y, 2, weights=a.omega_), atol=1e-9)
+    np.testing.assert_allclose(j.probs, jm.graph_loo_probs(P, y, 2, weights=a.omega_), atol=1e-9)
     assert np.array_equal(j.decision, a.omega_ <= 0)
     np.testing.assert_allclose(j.probs.sum(axis=1), 1.0)
 
@@ -490,14 +494,14 @@ def test_project_rows_is_the_standardised_pca_projection(tmp_path):
     np.save(path, X)
     M = np.load(path, mmap_mode="r")
     rows = np.sort(rng.choice(600, 400, replace=False))
-    got = li.project_rows(M, rows, 4, sample=10_000, block=64)
-    Z = li._standardize(X[rows])
+    got = views.project_rows(M, rows, 4, sample=10_000, block=64)
+    Z = oof._standardize(X[rows])
     vals, vecs = np.linalg.eigh(Z.T @ Z)
     ref = Z @ vecs[:, ::-1][:, :4]
     signs = np.sign((got * ref).sum(axis=0))
     np.testing.assert_allclose(got, ref * signs, atol=2e-3 * np.abs(ref).max())
     # only centred (the network view's input): the eigenvectors of the centred rows' covariance
-    got = li.project_rows(M, rows, 4, sample=10_000, block=64, standardize=False)
+    got = views.project_rows(M, rows, 4, sample=10_000, block=64, standardize=False)
     Z = X[rows].astype(np.float64) - X[rows].astype(np.float64).mean(axis=0)
     vals, vecs = np.linalg.eigh(Z.T @ Z)
     ref = Z @ vecs[:, ::-1][:, :4]
@@ -516,15 +520,15 @@ def test_judge_run_projects_large_views(monkeypatch, model):
     X = np.hstack([X, X @ rng.normal(size=(2, 60)) + rng.normal(scale=0.05, size=(X.shape[0], 60))])
     y_obs = y.copy()
     y_obs[:6] = 1 - y_obs[:6]
-    evidence = li.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
-    algo = SimpleNamespace(label_judgement=lambda: li.LabelJudgement(probs=evidence))
+    evidence = jm.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
+    algo = SimpleNamespace(label_judgement=lambda: jm.LabelJudgement(probs=evidence))
     split = SimpleNamespace(labeled=np.arange(y.size), y_observed=y_obs)
-    monkeypatch.setattr(li, "choose_feature_model", lambda n_labeled, n: model)
-    small = li.judge_run(algo, split, None, X=X)
+    monkeypatch.setattr(judging, "choose_feature_model", lambda n_labeled, n: model)
+    small = judging.judge_run(algo, split, None, X=X)
     calls = []
-    real = li.project_rows
-    monkeypatch.setattr(li, "project_rows", lambda *a, **k: calls.append(k["standardize"]) or real(*a, **k))
-    monkeypatch.setattr(li, "LARGE_VIEW_BYTES", 1000)
-    large = li.judge_run(algo, split, None, X=X)
+    real = views.project_rows
+    monkeypatch.setattr(views, "project_rows", lambda *a, **k: calls.append(k["standardize"]) or real(*a, **k))
+    monkeypatch.setattr(views, "LARGE_VIEW_BYTES", 1000)
+    large = judging.judge_run(algo, split, None, X=X)
     assert calls == [model != "mlp"] and large.features and small.features
     assert np.array_equal(large.is_issue, small.is_issue) and sorted(np.flatnonzero(large.is_issue)) == list(range(6))

@@ -1,10 +1,11 @@
-"""Feature views for fully labelled data (lgcexp.label_issues): the k-NN baseline from neighbour lists
+"""Feature views for fully labelled data (lgcexp.issues): the k-NN baseline from neighbour lists
 against its brute-force form, and the network view's out-of-fold property (a point's own label never
 trains the model that judges it)."""
 import numpy as np
 import pytest
 
-from lgcexp.label_issues import feature_probs, knn_oof_from_neighbors, knn_oof_probs, mlp_epochs, oof_mlp_probs
+from lgcexp.issues.out_of_fold import mlp_epochs, oof_mlp_probs
+from lgcexp.issues.views import feature_probs, knn_oof_from_neighbors, knn_oof_probs
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def _labels_with_a_small_class(y):
 
 
 def test_mlp_view_is_out_of_fold(digits):
-    from lgcexp.label_issues import fold_splits
+    from lgcexp.issues.out_of_fold import fold_splits
 
     X, y0 = digits
     y = _labels_with_a_small_class(y0)
@@ -79,7 +80,7 @@ def test_network_inputs_keep_the_features_scale(digits):
     """The network's input is the centred rows on their leading principal axes over one common scale:
     a common rescaling or shift of the features changes nothing, a per-feature one does (no standardisation),
     and the axes keep their unequal variances (no whitening)."""
-    from lgcexp.out_of_fold import network_inputs
+    from lgcexp.issues.out_of_fold import network_inputs
 
     X, _ = digits
     Z = network_inputs(X, 20, 0)

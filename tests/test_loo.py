@@ -1,4 +1,4 @@
-"""Leave-one-out without P_LL (lgcexp.loo): the exact path against the dense P_LL, the diagonal against a
+"""Leave-one-out without P_LL (lgcexp.issues.loo): the exact path against the dense P_LL, the diagonal against a
 dense inverse, the colouring against brute-force graph distances, probing's error bound, the switch in
 LGC's judgement, and the memory refusal."""
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from lgcexp import loo
 from lgcexp.algorithms.autol import propagation_submatrix
 from lgcexp.errors import UserError
-from lgcexp.label_issues import graph_loo_probs
+from lgcexp.issues import loo
+from lgcexp.issues.judgement import graph_loo_probs
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_lgc_judgement_switches_above_the_dense_limit(small, monkeypatch):
 
 
 def test_dense_methods_refused_when_they_cannot_fit(monkeypatch):
-    from lgcexp.find_issues import find_label_issues
+    from lgcexp.issues.find import find_label_issues
 
     monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 20)  # a 1 MiB machine
     X = np.random.default_rng(0).normal(size=(500, 3))
@@ -151,7 +151,7 @@ def test_dense_methods_refused_when_they_cannot_fit(monkeypatch):
 
 
 def test_default_method_by_labelled_share():
-    from lgcexp.find_issues import default_method
+    from lgcexp.issues.find import default_method
 
     assert default_method(1040, 7797) == "autoL"  # the paper's protocol: a few sampled labels
     assert default_method(7797, 7797) == "lgc" and default_method(500, 1000) == "lgc"  # most points labelled
@@ -162,7 +162,7 @@ def test_feature_model_by_labelled_share_and_logistic_view():
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
-    from lgcexp.label_issues import choose_feature_model, feature_probs
+    from lgcexp.issues.views import choose_feature_model, feature_probs
 
     assert choose_feature_model(1040, 7797) == "lda"  # the paper's protocol keeps the LDA
     assert choose_feature_model(7797, 7797) == "mlp" and choose_feature_model(500, 1000) == "mlp"

@@ -354,7 +354,7 @@ def test_clean_labels_are_for_scoring_only(tmp_path):
 
 
 def test_label_issue_hook_receives_the_judgement(tmp_path, monkeypatch):
-    import lgcexp.diagnosis as dg
+    import lgcexp.issues.diagnosis as dg
 
     seen = {}
 

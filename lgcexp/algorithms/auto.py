@@ -251,7 +251,7 @@ class Auto(GraphSSLAlgorithm):
         """AutoL's judgement at the chosen alpha: each label's share of the leave-one-out vote of the other
         labels weighted by the learnt omega, ``normalize_rows(P~_alpha* diag(max(omega, 0)) B)``; the method's
         own verdict: omega <= 0 (docs/label_issues.md)."""
-        from ..label_issues import LabelJudgement, graph_loo_probs
+        from ..issues.judgement import LabelJudgement, graph_loo_probs
 
         probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
         return LabelJudgement(probs=probs, decision=self.dropped_.copy(),

@@ -761,7 +761,7 @@ class AutoL(GraphSSLAlgorithm):
     def label_judgement(self):
         """The vote share of every label among the omega-weighted leave-one-out votes of the other labels;
         the method's own verdict: omega <= 0 (see the class docstring)."""
-        from ..label_issues import LabelJudgement, graph_loo_probs
+        from ..issues.judgement import LabelJudgement, graph_loo_probs
 
         probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
         return LabelJudgement(probs=probs, decision=self.dropped_.copy(),

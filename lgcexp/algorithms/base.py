@@ -14,7 +14,7 @@ and then holds:
 Hooks, each declared here with its default (the pipeline never probes with ``hasattr``):
 ``required_eigenpairs()`` (0), ``check_data(n, c)`` (no check), ``plot(out_dir, y_true, split)`` (no
 figure), ``label_judgement()`` (None: the method does not judge its labels; see
-:mod:`lgcexp.label_issues`); ``dropped_``/``suspicion_`` (a method's own verdict on its labels) and
+:mod:`lgcexp.issues`); ``dropped_``/``suspicion_`` (a method's own verdict on its labels) and
 ``lgc_labeled_pred_`` default to None.
 Parameters are declared once in ``_parameter_constraints`` (see :mod:`lgcexp.params`); ``__init__`` only
 stores them and ``fit`` validates them.
@@ -52,7 +52,7 @@ class GraphSSLAlgorithm(Configurable):
     #: losses this algorithm accepts through the top-level ``loss`` option (empty: it takes none)
     losses: ClassVar[tuple[str, ...]] = ()
     #: the ``label_info_`` columns that hold class numbers 0..c-1 (written in the file's own label values by
-    #: a diagnosis run, :mod:`lgcexp.diagnosis`)
+    #: a diagnosis run, :mod:`lgcexp.issues.diagnosis`)
     class_columns: ClassVar[tuple[str, ...]] = ()
     #: the graph builder (``graph=`` name) this method runs on when none is asked for: ``knn`` for a method
     #: on any affinity graph; a method that needs a graph of its own names it (LSSC: anchor)
@@ -82,7 +82,7 @@ class GraphSSLAlgorithm(Configurable):
 
     def label_judgement(self) -> Any:
         """After ``fit``: the method's judgement of its labelled points, a
-        :class:`lgcexp.label_issues.LabelJudgement` (each labelled point's class distribution from the
+        :class:`lgcexp.issues.judgement.LabelJudgement` (each labelled point's class distribution from the
         evidence of the *other* labels, and optionally the method's own yes/no verdict), or None when the
         method does not judge labels (default). The pipeline turns it into ``label_issues.csv`` and the
         ``detect_*`` metrics under the ``detect`` options."""

@@ -40,9 +40,9 @@ class LGC(GraphSSLAlgorithm):
     with its own label left out, ``normalize_rows(P~ B)`` with ``P~`` the labelled block of
     ``(I - alpha S)^-1`` without its diagonal: the "graph leave-one-out, no learning" of the detection table.
     It needs ``P_LL`` (one conjugate-gradient solve per label, to a relative residual of 1e-6 in float32, as
-    AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels it
+    AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels it
     needs no P_LL: one solve with c right-hand sides and the diagonal of the propagation operator (probed
-    where most points are labelled, else exact; :func:`lgcexp.loo.lgc_loo_probs`), in O(n) memory."""
+    where most points are labelled, else exact; :func:`lgcexp.issues.loo.lgc_loo_probs`), in O(n) memory."""
 
     name = "lgc"
     unlisted_params = ("stop",)
@@ -74,11 +74,11 @@ class LGC(GraphSSLAlgorithm):
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
         if self.judge and sp.issparse(graph.S):
-            from .. import loo
-            from ..label_issues import LabelJudgement, graph_loo_probs
+            from ..issues import loo
+            from ..issues.judgement import LabelJudgement, graph_loo_probs
 
             if len(labeled) > loo.DENSE_MAX_LABELS:
-                # every label judged without P_LL: one solve and the probed diagonal (lgcexp.loo)
+                # every label judged without P_LL: one solve and the probed diagonal (lgcexp.issues.loo)
                 how = loo.choose_diagonal(len(labeled), graph.n)
                 probs, st = loo.lgc_loo_probs(graph.S, labeled, y_labeled, n_classes, float(self.alpha),
                                               diagonal=how, distance=loo.LARGE_DISTANCE, progress=progress)
@@ -97,7 +97,7 @@ class LGC(GraphSSLAlgorithm):
 
     def propagation_alphas(self) -> tuple[float, ...]:
         """alpha, for the label judgement's P_LL (none with ``judge=false`` or the power iteration; above
-        :data:`lgcexp.loo.DENSE_MAX_LABELS` labels the judgement solves no P_LL either)."""
+        :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels the judgement solves no P_LL either)."""
         return (float(self.alpha),) if self.judge and self.solver == "cg" else ()
 
     def label_judgement(self):

@@ -497,7 +497,7 @@ class SIIS(GraphSSLAlgorithm):
     def label_judgement(self):
         """SIIS's fitted scores on the labelled rows, clipped at 0 and normalised to sum 1 per row (SIIS fits
         every label, robustly, rather than leaving it out); its own verdict: the corrected labels."""
-        from ..label_issues import LabelJudgement, normalize_rows
+        from ..issues.judgement import LabelJudgement, normalize_rows
 
         FL = np.asarray(self.scores_)[self._labeled]
         return LabelJudgement(probs=normalize_rows(np.clip(FL, 0.0, None)), decision=self.dropped_.copy(),

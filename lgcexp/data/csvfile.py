@@ -4,7 +4,7 @@ One row per point. Feature columns hold numbers; the label column (``dataset.lab
 0-based position) holds the labels as given, any values (ints or strings). A row whose label is empty (or
 NA/NaN/null, as pandas reads them) or equals ``dataset.unlabeled_value`` (default -1; null: no sentinel) is
 unlabelled. Every other row is labelled *as written*: the run is a diagnosis run (nothing sampled, no noise
-added; see :mod:`lgcexp.diagnosis`).
+added; see :mod:`lgcexp.issues.diagnosis`).
 
 ``dataset.clean_column`` optionally names trusted labels (a benchmark): used for scoring only, never for
 fitting; empty cells there mean "truth unknown". With ``label_column=null`` and a ``clean_column``, the

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..out_of_fold import oof_logistic_probs
+from ..issues.out_of_fold import oof_logistic_probs
 from ..params import Interval
 from .base import RATE, NoiseModel, flip_exact_count, uniform_transition, weighted_sample
 

@@ -1,5 +1,5 @@
 """Out-of-fold classifiers on features: each point's class probabilities come from a model that never saw
-its label (k shuffled folds). Shared by the feature view of the label-issue report (:mod:`lgcexp.label_issues`)
+its label (k shuffled folds). Shared by the feature view of the label-issue report (:mod:`lgcexp.issues`)
 and the classifier-confusion noise model (:mod:`lgcexp.noise.confusion`), which therefore do not import each
 other.
 

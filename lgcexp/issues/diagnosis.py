@@ -21,7 +21,7 @@ What a diagnosis run adds to the usual record (``result.json``):
   main output: which given labels look wrong and what they should be, and ``label_issues.png``);
 - ``n_label_issues``: the labels flagged (``detect_*`` when the file has trusted labels);
 - ``data_issue_report``, ``data_issues``: the data audit's files (``data_issues.csv``: outliers and
-  near-duplicates of every point, lgcexp.data_issues; ``suspicious_examples.png`` for image-shaped data)
+  near-duplicates of every point, lgcexp.issues.data_audit; ``suspicious_examples.png`` for image-shaped data)
   and its counts.
 
 Outputs: ``label_issues.csv`` and ``label_issues.png`` (methods that judge labels: lgc, autoL, auto, siis;
@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from .labels import LabelSplit, given_labels
-from .params import fmt_value
-from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
+from ..labels import LabelSplit, given_labels
+from ..params import fmt_value
+from ..records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv
 
 log = logging.getLogger("lgcexp")
 
@@ -72,7 +72,7 @@ ISSUES_FIGURE = "label_issues.png"
 def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped: np.ndarray | None = None) -> list[str]:
     """The label-issue report of a diagnosis run: its main output.
 
-    ``issues``: the judgement (:class:`lgcexp.label_issues.JudgedLabels`; None for a method that does not
+    ``issues``: the judgement (:class:`lgcexp.issues.judge.JudgedLabels`; None for a method that does not
     judge labels: nothing is written). Writes ``label_issues.csv`` (one row per given label, the flagged ones
     first, most suspicious first, labels in the file's own values; ``is_flipped`` where the file has trusted
     labels, empty where a row has none) and ``label_issues.png`` (the histogram of the label quality, flagged
@@ -80,8 +80,8 @@ def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped:
     names of the files written, recorded as ``label_issue_report`` in ``result.json``."""
     if issues is None:
         return []
-    from .label_issues import ISSUES_FILE, issues_frame
-    from .records import write_table
+    from ..records import write_table
+    from .frames import ISSUES_FILE, issues_frame
 
     known = given.y_clean >= 0
     is_flipped = None
@@ -111,8 +111,8 @@ def report_data_issues(p: Any, data: Any, split: LabelSplit, issues: Any, featur
     features with the graph's k: the graph's own exact lists where it keeps them, ``graph.neighbors``, else
     searched here) and, for image-shaped data, ``suspicious_examples.png``; the counts go to
     ``result["data_issues"]``. Returns the names of the files written."""
-    from . import data_issues as di
-    from .records import write_table
+    from ..records import write_table
+    from . import data_audit as di
 
     k = int(getattr(p.graph, "k", 10) or 10)
     lists = getattr(graph, "neighbors", None) if graph is not None else None
@@ -158,7 +158,7 @@ def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .cache import atomic_open
+    from ..cache import atomic_open
 
     classes = np.asarray(data.classes)
     given = np.full(data.n, -1, dtype=np.int64)
@@ -213,7 +213,7 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .cache import atomic_open
+    from ..cache import atomic_open
 
     q = np.asarray(issues.quality)
     flag = np.asarray(issues.is_issue, dtype=bool)
@@ -258,7 +258,7 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
 def given_split(p: Any, data: Any) -> LabelSplit:
     """Stage 2 of a diagnosis run: the data's own labelled set as given (logs the options not used)."""
     split = given_labels(data)
-    from .errors import UserError
+    from ..errors import UserError
     from .loo import DENSE_METHODS, dense_refusal
 
     why = dense_refusal(p.algorithm.name, split.n_labeled, "algo") if p.algorithm.name in DENSE_METHODS else None
@@ -386,7 +386,7 @@ def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: L
                   features: Any = None, graph: Any = None) -> None:
     """``labels.csv``, ``predictions.csv``, the label-issue report (``issues``: the judgement of a method
     that judges labels), the data audit (``data_issues.csv``, from the kNN lists of ``features``, the
-    representation the graph was built on; :mod:`lgcexp.data_issues`), the picture of the most suspicious
+    representation the graph was built on; :mod:`lgcexp.issues.data_audit`), the picture of the most suspicious
     examples (image-shaped data), figures (``plot=true``) and ``result.json`` (last: its presence marks the
     run done)."""
     algorithm = p.algorithm

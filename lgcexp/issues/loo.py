@@ -6,7 +6,7 @@ contribution, so the leave-one-out scores of labelled point i are
 
     LOO_i = F_i - P_ii Y_i,
 
-i.e. the row of ``P_LL`` without its diagonal times ``Y_L`` (what :func:`lgcexp.label_issues.graph_loo_probs`
+i.e. the row of ``P_LL`` without its diagonal times ``Y_L`` (what :func:`lgcexp.issues.judgement.graph_loo_probs`
 computes from the dense block), from F and the *diagonal* of P at the labelled points only. The diagonal is
 
 - ``exact``: blocks of unit-vector solves, ``P_ii = e_i^T (I - alpha S)^-1 e_i`` (l solves, in blocks of
@@ -87,7 +87,7 @@ def choose_diagonal(n_labeled: int, n: int) -> str:
 
 def _prepare(S: sp.spmatrix, labeled: np.ndarray, dtype: str) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """S in ``dtype`` in reverse Cuthill-McKee order, the labelled rows there, and the permutation."""
-    from .linalg import rcm_reordered
+    from ..linalg import rcm_reordered
 
     n = S.shape[0]
     Sd, perm = rcm_reordered(S, np.dtype(dtype))
@@ -103,7 +103,7 @@ def _block_size(n: int, dtype: str, block: int | None) -> int:
 
 
 def _solve(Sd: sp.csr_matrix, B: np.ndarray, alpha: float, tol: float, maxiter: int) -> tuple[np.ndarray, int, float]:
-    from .linalg import block_cg, shifted_operator
+    from ..linalg import block_cg, shifted_operator
 
     return block_cg(shifted_operator(Sd, alpha), B, tol=tol, maxiter=maxiter)
 
@@ -275,7 +275,7 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
                                      maxiter=maxiter, dtype=dtype, block=block, progress=progress, _prepared=prepared)
     check = st.pop("_check", None)
     if check is not None:  # the probe's effect on the leave-one-out distributions of the checked points
-        from .label_issues import normalize_rows
+        from .judgement import normalize_rows
 
         pick, exact = check
         Fp = F[pick]
@@ -295,8 +295,8 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
 def lgc_loo_probs(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes: int, alpha: float,
                   **kw: Any) -> tuple[np.ndarray, dict[str, Any]]:
     """:func:`lgc_loo_scores` with rows normalised to sum to 1 (a row of zeros where nothing reaches the
-    point): the scalable form of :func:`lgcexp.label_issues.graph_loo_probs`."""
-    from .label_issues import normalize_rows
+    point): the scalable form of :func:`lgcexp.issues.judgement.graph_loo_probs`."""
+    from .judgement import normalize_rows
 
     V, stats = lgc_loo_scores(S, labeled, y, n_classes, alpha, **kw)
     return normalize_rows(V), stats

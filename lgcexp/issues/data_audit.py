@@ -39,7 +39,7 @@ MAD_SCALE = 1.482602218505602
 
 def knn_lists(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN (distances, indices) of every row, self excluded (lgcexp.graph's faiss search)."""
-    from .graph import knn_search
+    from ..graph import knn_search
 
     k = int(min(k, X.shape[0] - 1))
     return knn_search(X, k)

@@ -1,8 +1,8 @@
 """``find_label_issues``: which given labels look wrong, from Python without Hydra (docs/label_issues.md).
 
 It builds a graph, fits a method that judges labels and applies the ``detect`` rules of
-:mod:`lgcexp.label_issues`; it sits above both that module and the algorithms (which import
-:mod:`lgcexp.label_issues` for their judgements), so no import runs in a circle.
+:mod:`lgcexp.issues`; it sits above both that module and the algorithms (which import
+:mod:`lgcexp.issues` for their judgements), so no import runs in a circle.
 """
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .label_issues import DetectOptions, LabelJudgement, issues_frame, judge, judge_labels, knn_oof_probs
+from .frames import issues_frame
+from .judge import judge, judge_labels
+from .judgement import LabelJudgement
+from .options import DetectOptions
+from .views import knn_oof_probs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,12 +28,12 @@ BASELINE_METHODS = ("knn",)
 
 def default_method(n_labeled: int, n: int) -> str:
     """The judging method when none is named: ``lgc`` where at least
-    :data:`lgcexp.label_issues.FULL_LABELLED_SHARE` of the points are labelled (measured on realistic noise
+    :data:`lgcexp.issues.views.FULL_LABELLED_SHARE` of the points are labelled (measured on realistic noise
     with every point labelled, docs/label_issues.md#realistic: as good as AutoL's or better, and several
-    times faster) or above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels; ``autoL`` otherwise (the paper's
+    times faster) or above :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels; ``autoL`` otherwise (the paper's
     setting: a few sampled labels, where its learnt weights win)."""
-    from .label_issues import FULL_LABELLED_SHARE
     from .loo import DENSE_MAX_LABELS
+    from .views import FULL_LABELLED_SHARE
 
     if n_labeled > DENSE_MAX_LABELS or (n and n_labeled >= FULL_LABELLED_SHARE * n):
         return "lgc"
@@ -39,9 +43,9 @@ def default_method(n_labeled: int, n: int) -> str:
 def _as_graph(graph: Any, n: int) -> Any:
     """A :class:`lgcexp.graph.Graph` from a Graph or an (n x n) affinity matrix, checked by the rules of
     ``graph=precomputed`` (:func:`lgcexp.graph.precomputed.graph_from_matrix`; self-loops dropped)."""
-    from .errors import UserError
-    from .graph import Graph
-    from .graph.precomputed import graph_from_matrix
+    from ..errors import UserError
+    from ..graph import Graph
+    from ..graph.precomputed import graph_from_matrix
 
     G = graph if isinstance(graph, Graph) else graph_from_matrix(graph, n, "graph", diagonal="drop")
     if G.n != n:
@@ -65,24 +69,24 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see :mod:`lgcexp.algorithms`)
     with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on ``X``); None (default):
     :func:`default_method` (``autoL`` for a few sampled labels, ``lgc`` where most points are labelled or
-    above :data:`lgcexp.loo.DENSE_MAX_LABELS` labels: its leave-one-out needs no l x l matrix,
-    :mod:`lgcexp.loo`). A dense method that cannot fit in memory is refused before any work.
+    above :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels: its leave-one-out needs no l x l matrix,
+    :mod:`lgcexp.issues.loo`). A dense method that cannot fit in memory is refused before any work.
     ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
     trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
     ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
 
     ``df.attrs["estimated_issues"]``: confident learning's estimate of how many labels are wrong
-    (:func:`lgcexp.label_issues.estimate_issues`); ``df.attrs["expected_issues"]``: the sum of the column
+    (:func:`lgcexp.issues.cuts.estimate_issues`); ``df.attrs["expected_issues"]``: the sum of the column
     ``issue_probability`` (each label's probability of being wrong,
-    :func:`lgcexp.label_issues.issue_probability`); ``df.attrs["method"]``: the method used.
+    :func:`lgcexp.issues.cuts.issue_probability`); ``df.attrs["method"]``: the method used.
 
     Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
     ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
     values of ``labels``.
     """
-    from .cache import Cache
-    from .data.own import parse_labels
-    from .errors import UserError
+    from ..cache import Cache
+    from ..data.own import parse_labels
+    from ..errors import UserError
 
     if labels is None:
         raise UserError("find_label_issues: labels is required (one value per point, -1 = unlabelled)")
@@ -95,7 +99,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     if c < 2:
         raise UserError(f"labels: {c} distinct label(s) among the labelled points; need at least 2 classes")
     if X is not None:
-        from .data.dataset import check_features
+        from ..data.dataset import check_features
 
         X = check_features(X, "X")
         if X.shape[0] != n:
@@ -129,12 +133,12 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
                                    source="knn: out-of-sample 10-NN class frequencies")
         judged = judge(judgement, y, DetectOptions(cut=cut, features=False))
     else:
-        from .algorithms import make_algorithm
+        from ..algorithms import make_algorithm
 
         if graph is None:
             if X is None:
                 raise UserError("find_label_issues: give X (features) or graph (an affinity matrix)")
-            from .graph import build_graph
+            from ..graph import build_graph
 
             graph, _ = build_graph(X, k=k, sigma=sigma, cache=cache)
         graph = _as_graph(graph, n)

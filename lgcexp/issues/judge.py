@@ -1,0 +1,116 @@
+"""From a method's :class:`~lgcexp.issues.judgement.LabelJudgement` to judged labels under the ``detect``
+options: the feature view (:mod:`lgcexp.issues.views`), the cut (:mod:`lgcexp.issues.cuts`), the quality,
+the suggestion and the counts. One entry for the command, the estimators and ``find_label_issues``:
+:func:`judge_labels`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .cuts import decide, estimate_issues, issue_probability
+from .judgement import LabelJudgement, label_quality, suggested_labels
+from .options import DetectOptions
+from .views import choose_feature_model, combine_views, feature_probs, view_rows
+
+__all__ = ["JudgedLabels", "judge", "judge_labels", "judge_run"]
+
+
+@dataclass(frozen=True)
+class JudgedLabels:
+    """The outcome of :func:`judge` on the labelled points (in the order of the labelled set): ``probs``
+    the reported distribution, ``quality``, ``suggested``, ``is_issue``, the ``cut`` applied, the
+    judgement's ``source``, whether the feature view took part (``features``) and its out-of-fold agreement
+    with the labels the method keeps (``feature_agreement``; None where it was not fitted), confident
+    learning's estimate of the number of wrong labels (``estimated_issues``), each label's probability of
+    being wrong (``issue_probability``, :func:`issue_probability` over the views that took part) and the
+    feature view's out-of-fold distribution (``feature_view``; None where it was not fitted)."""
+
+    probs: np.ndarray
+    quality: np.ndarray
+    suggested: np.ndarray
+    is_issue: np.ndarray
+    cut: str
+    source: str
+    features: bool
+    feature_agreement: float | None = None
+    estimated_issues: int | None = None
+    issue_probability: np.ndarray | None = None
+    feature_model: str | None = None
+    feature_view: np.ndarray | None = None
+
+    @property
+    def expected_issues(self) -> float | None:
+        """The expected number of wrong labels: the sum of :attr:`issue_probability`."""
+        return None if self.issue_probability is None else float(np.sum(self.issue_probability))
+
+
+def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions:
+    if options is None:
+        return DetectOptions()
+    if isinstance(options, DetectOptions):
+        return options
+    return DetectOptions(**dict(options))
+
+
+def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOptions | Mapping[str, Any] | None = None,
+          X: np.ndarray | None = None, feature_model: str = "lda") -> JudgedLabels | None:
+    """Quality, suggestion and decision from a method's judgement under the ``detect`` options (None when
+    the method does not judge labels). ``X``: the features of the labelled points (same order as ``y``), for
+    the feature view; None (or ``features=false``) leaves it out; ``feature_model``: its model
+    (:data:`FEATURE_MODELS`; the callers pick it by :func:`choose_feature_model`). ``cut=method`` falls back to
+    ``consensus`` for a method that has no verdict of its own (logged)."""
+    if judgement is None:
+        return None
+    opts = _options(options)
+    y = np.asarray(y, dtype=np.int64)
+    evidence = np.asarray(judgement.probs, dtype=np.float64)
+    n_classes = evidence.shape[1]
+    probs, used, agreement, fp = evidence, False, None, None
+    views = [evidence]
+    if opts.features and X is not None and y.size:
+        own_issue = suggested_labels(evidence, y) != y
+        fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds, model=feature_model)
+        if fp is not None and (~own_issue).any():
+            agreement = float(np.mean(fp.argmax(axis=1)[~own_issue] == y[~own_issue]))
+            if agreement >= opts.min_agreement:
+                probs, used = combine_views(evidence, fp), True
+                views.append(fp)
+    cut = opts.cut
+    if cut == "method" and judgement.decision is None:
+        import logging
+
+        logging.getLogger("lgcexp").warning("detect.cut=method: this method makes no decision of its own; "
+                                            "using detect.cut=consensus")
+        cut = "consensus"
+    is_issue = decide(probs, y, cut, threshold=opts.threshold, decision=judgement.decision,
+                      min_per_class=opts.min_per_class, evidence=evidence)
+    return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
+                        is_issue=is_issue, cut=cut, source=judgement.source, features=used,
+                        feature_agreement=agreement, estimated_issues=estimate_issues(probs, y),
+                        issue_probability=issue_probability(views, y), feature_model=feature_model if used else None,
+                        feature_view=fp)
+
+
+def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.ndarray, n: int,
+                 options: DetectOptions | Mapping[str, Any] | None = None, X: Any = None) -> JudgedLabels | None:
+    """:func:`judge` of a method's judgement of the ``labeled`` points among ``n`` (the one entry of the
+    command, the estimators and :func:`lgcexp.issues.find.find_label_issues`): the feature view reads the
+    labelled rows of ``X`` (all the data's features, or None) through :func:`view_rows` (a large or
+    memory-mapped X is never copied whole) and its model is chosen by the labelled share
+    (:func:`choose_feature_model`)."""
+    if judgement is None:
+        return None
+    opts = _options(options)
+    model = choose_feature_model(len(labeled), n)
+    Xl = view_rows(X, labeled, standardize=model != "mlp") if opts.features else None
+    return judge(judgement, y, opts, X=Xl, feature_model=model)
+
+
+def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,
+              X: np.ndarray | None = None) -> JudgedLabels | None:
+    """:func:`judge_labels` for a fitted algorithm on a run's labelled set (``X``: all the data's features, or
+    None)."""
+    n = len(split.labeled) if X is None else int(X.shape[0])
+    return judge_labels(algorithm.label_judgement(), np.asarray(split.labeled), split.y_observed, n, options, X)
