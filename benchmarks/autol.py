@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Speed figures for LGC_LVO_AutoL (issue #3). Not a test.
 
 1. ``P_LL`` on ISOLET (l = 1040) and MNIST (l = 100): the sparse solver (block conjugate gradient, the
@@ -14,10 +13,10 @@
 Each figure has wall seconds (``_s``) and process CPU seconds (``_cpu_s``, all threads): on a shared
 machine the wall time depends on the load, which is recorded (``loadavg_*``).
 
-    python scripts/bench_autol.py            # everything (about 5 minutes on 2 cores)
-    python scripts/bench_autol.py --quick    # ISOLET only, no power method, dense forms on fewer steps
+    python -m benchmarks autol            # everything (about 5 minutes on 2 cores)
+    python -m benchmarks autol --quick    # ISOLET only, no power method, dense forms on fewer steps
 
-``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "autol").
+``run(quick) -> dict`` is what ``benchmarks/report.py`` calls (section "autol").
 Writes results/bench/autol.json and autol.md (or autol_quick.*) when run as a script.
 """
 from __future__ import annotations
@@ -25,43 +24,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import sys
-import time
-from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import LABELS, OUT, Clock, figure_rows, header, load_graph, write_report
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = Path(__file__).resolve().parents[1]
-GRAPH = {"isolet": (10, 100.0, 1040), "mnist": (15, "mean", 100)}
 STEPS = 5000
 
 
-class Clock:
-    """Wall and process-CPU seconds of a block."""
-
-    def __enter__(self):
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
-
-
 def setup(dataset: str, noise: float = 0.6, seed: int = 0):
-    from lgcexp.cache import Cache
-    from lgcexp.data import load_dataset
-    from lgcexp.graph import build_graph
+    """(data, graph, split): the paper's graph (cached) and its number of labels, ``noise`` of them flipped."""
     from lgcexp.labels import sample_and_corrupt
 
-    k, sigma, n_lab = GRAPH[dataset]
-    data = load_dataset(dataset, data_dir=os.environ.get("LGCEXP_DATA_DIR"))
-    graph, _ = build_graph(data.X, k, sigma, "union", cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")),
-                           data_fingerprint=data.fingerprint())
-    split = sample_and_corrupt(data.y, n_lab, noise, seed)
+    data, graph, _ = load_graph(dataset, download=True)
+    split = sample_and_corrupt(data.y, LABELS[dataset], noise, seed)
     return data, graph, split
 
 
@@ -169,31 +146,20 @@ def run(quick: bool = False, repeat: int = 3) -> dict:
 
 def to_markdown(report: dict) -> str:
     lines = ["# LGC_LVO_AutoL benchmark", "", f"{report['date']} — {report['machine']}", "",
-             "| figure | value |", "|---|---|"]
-    for k, v in report["figures"].items():
-        lines.append(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")
+             *figure_rows(report["figures"])]
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="runs of the fast optimisation (best is reported)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
-    a = ap.parse_args()
+    ap.add_argument("--out", default=str(OUT))
+    a = ap.parse_args(argv)
     figures = run(a.quick, a.repeat)
-    report = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-              "quick": a.quick, "figures": figures}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    report = {**header(), "quick": a.quick, "figures": figures}
     stem = "autol_quick" if a.quick else "autol"
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=float))
-    (out / f"{stem}.md").write_text(to_markdown(report))
+    out = write_report(a.out, stem, report, to_markdown(report)).parent
     print(json.dumps(figures, indent=1, default=float))
-    print(f"[bench_autol] wrote {out / stem}.json and .md")
+    print(f"[benchmarks autol] wrote {out / stem}.json and .md")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """How lgcexp's costs grow with n, up to the 1,000,000-point InfiMNIST-style benchmark. Not a test.
 
-For every n (default 20k, 50k, 100k, 300k, 1M) the first n rows of ``scripts/make_infimnist.py``'s set
-(made or copied under the cache when missing) are run end to end by the ``lgcexp`` command, each run a
-fresh process with its peak RSS taken by ``/usr/bin/time``:
+For every n (default 20k, 50k, 100k, 300k, 1M) the first n rows of the InfiMNIST-style set
+(:mod:`lgcexp.data.infimnist`, ``scripts/make_infimnist.py``; made or copied under the cache when missing)
+are run end to end by the ``lgcexp`` command, each run a fresh process with its peak RSS taken by ``/usr/bin/time``:
 
 1. ``algo=lgc`` (label judgement off: the goal is graph + LGC) with a cold graph cache: the graph stage
    split into PCA projection, index search + exact re-ranking, and the recall check (``graph.info``), and
@@ -21,10 +20,10 @@ Writes ``results/bench/scale.csv``, ``scale.md`` and ``scale.png`` (log-log). Ea
 under ``nice -n 19`` or, with ``--lock``, under ``flock /tmp/lgc-timing.lock`` at normal priority (for
 figures quoted against a goal); the load average before and after each run is recorded beside it.
 
-    python scripts/bench_scale.py                           # all sizes (an hour or more on 2 cores)
-    python scripts/bench_scale.py --sizes 20000 100000      # some
-    python scripts/bench_scale.py --sizes 1000000 --lock    # the timed 1M runs
-    python scripts/bench_scale.py --report-only             # redraw scale.md / scale.png from scale.csv
+    python -m benchmarks scale                           # all sizes (an hour or more on 2 cores)
+    python -m benchmarks scale --sizes 20000 100000      # some
+    python -m benchmarks scale --sizes 1000000 --lock    # the timed 1M runs
+    python -m benchmarks scale --report-only             # redraw scale.md / scale.png from scale.csv
 """
 from __future__ import annotations
 
@@ -39,8 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from benchmarks.common import OUT, workers
+
 SIZES = (20_000, 50_000, 100_000, 300_000, 1_000_000)
 LOCK = "/tmp/lgc-timing.lock"
 COLUMNS = ("n", "step", "seconds", "cpu_seconds", "peak_rss_mib", "load_before", "load_after", "detail")
@@ -58,15 +57,10 @@ def nlist_for(n: int) -> int:
 
 
 def dataset_files(n: int, seed: int = 0) -> tuple[Path, Path]:
-    sys.path.insert(0, str(HERE))
-    try:
-        import make_infimnist
-    finally:
-        sys.path.pop(0)
-    from lgcexp.devices import cpu_threads  # the CPUs this process may use (OMP_NUM_THREADS when set)
+    """The InfiMNIST-style set of n rows (:mod:`lgcexp.data.infimnist`), made once under the cache."""
+    from lgcexp.data.infimnist import default_mnist, default_out_dir, make
 
-    return make_infimnist.make(n, seed, make_infimnist.default_out_dir(), make_infimnist.default_mnist(), quiet=True,
-                               workers=cpu_threads())
+    return make(n, seed, default_out_dir(), default_mnist(), quiet=True, workers=workers())
 
 
 def lgcexp_args(n: int, x: Path, y: Path, algo: str, cache_dir: Path, out: Path, extra: list[str]) -> list[str]:
@@ -242,7 +236,7 @@ def report(rows: list[dict], out: Path) -> None:
                          "autol_optimize", "autol_run_wall") if any(r["step"] == s for r in rows)]
     get = {(int(r["n"]), r["step"]): r for r in rows}
     lines = ["# Scaling with n (InfiMNIST-style data, 784-d)", "",
-             "`python scripts/bench_scale.py` (see its docstring for the settings); seconds per step, peak RSS of "
+             "`python -m benchmarks scale` (see its docstring for the settings); seconds per step, peak RSS of "
              "each `lgcexp` process, growth exponent = slope of log(seconds) on log(n). Rows 0..69,999 are the "
              "MNIST digits themselves, later rows deformations, so n <= 70k is plain MNIST. Load average "
              "(1 min) before/after each run in scale.csv. Wall seconds depend on that load (runs under `nice -n 19` "
@@ -327,7 +321,7 @@ def report(rows: list[dict], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
-    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
+    ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default <cache>/bench_scale)")
     ap.add_argument("--lock", action="store_true", help=f"run under flock {LOCK} instead of nice -n 19")
     ap.add_argument("--no-autol", action="store_true", help="only the LGC runs")
@@ -357,7 +351,3 @@ def main(argv: list[str] | None = None) -> int:
     report(rows, a.out)
     print(f"wrote {csv_path}, scale.md, scale.png")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

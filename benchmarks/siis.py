@@ -1,5 +1,4 @@
-#!/usr/bin/env python
-"""SIIS speed figures (section "siis" of scripts/bench.py; also runs on its own).
+"""SIIS speed figures (section "siis" of benchmarks/report.py; also runs on its own).
 
 One SIIS fit on ISOLET (m = 300, the paper's graph, 1040 labels, seed 0) at 0 % noise (lambda1 = 1e5, the
 slowest setting: most ALM iterations) and at 40 % (lambda1 = 1e2), after the eigenpairs are cached
@@ -7,18 +6,18 @@ slowest setting: most ALM iterations) and at 40 % (lambda1 = 1e2), after the eig
 of docs/fidelity.md#siis as the authors' code does it, with the dense (edges x m) matrix P U formed explicitly
 and an m x m solve per iteration; it runs a few iterations only and is compared per iteration.
 
-    python scripts/bench_siis.py            # ISOLET
-    python scripts/bench_siis.py --quick    # digits, m = 30, 20 % and 40 % noise (offline, dense eigenpairs)
+    python -m benchmarks siis            # ISOLET
+    python -m benchmarks siis --quick    # digits, m = 30, 20 % and 40 % noise (offline, dense eigenpairs)
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 
 import numpy as np
+
+from benchmarks.common import LABELS, load_graph
 
 BASELINE_ITERS = 5
 
@@ -49,19 +48,15 @@ def textbook_iterations(prob, n_iter: int, mu: float = 1.0, rho: float = 1.2) ->
 def run(quick: bool = False) -> dict:
     from lgcexp.algorithms.base import one_hot
     from lgcexp.algorithms.siis import SIIS, SIISProblem, incidence_matrix
-    from lgcexp.cache import Cache
-    from lgcexp.data import load_dataset
-    from lgcexp.graph import build_graph
     from lgcexp.labels import sample_and_corrupt
     from lgcexp.spectral import laplacian_eigenpairs
 
     if quick:
-        name, k, sigma, n_lab, m, settings = "digits", 10, "mean", 100, 30, ((0.2, 1e2), (0.4, 1e2))
+        name, m, settings = "digits", 30, ((0.2, 1e2), (0.4, 1e2))
     else:
-        name, k, sigma, n_lab, m, settings = "isolet", 10, 100.0, 1040, 300, ((0.0, 1e5), (0.4, 1e2))
-    cache = Cache(os.environ.get("LGCEXP_CACHE_DIR"))
-    data = load_dataset(name, data_dir=os.environ.get("LGCEXP_DATA_DIR"))
-    g, _ = build_graph(data.X, k, sigma, cache=cache, data_fingerprint=data.fingerprint())
+        name, m, settings = "isolet", 300, ((0.0, 1e5), (0.4, 1e2))
+    n_lab = LABELS[name]
+    data, g, cache = load_graph(name, download=True)
     t0 = time.perf_counter()
     eig, hit = laplacian_eigenpairs(g, m, cache=cache)
     t_eig = time.perf_counter() - t0
@@ -98,13 +93,9 @@ def run(quick: bool = False) -> dict:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     print(json.dumps(run(a.quick), indent=1, default=float))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Speed figures for lgcexp, written to results/bench/ (JSON + Markdown). Not a test.
 
 Every figure is quoted as a ratio against a baseline measured in the same run:
@@ -11,50 +10,32 @@ Every figure is quoted as a ratio against a baseline measured in the same run:
           (lgcexp.graph.selfjoin, the default for integer-valued data), checked identical bit for bit; and
           the cold ``LGCClassifier().fit`` (which searches by the self-join) against
           ``LabelSpreading(kernel="knn")``, as in the sklearn section, all in one run.
-- autol / autod / siis / speed / tables / gpu: sections from ``scripts/bench_<name>.py`` (each exposes
+- autol / autod / siis / speed / tables / gpu: sections from ``benchmarks/<name>.py`` (each exposes
           ``run(quick) -> dict``); speed: start-up and imports, the reused compiled AutoL step, the LGC solve
           with/without RCM and with each stopping rule; tables: the Table 1/2 sweeps on a few seeds against
           the same sweeps with the sweep-level speed-ups off (same numbers checked); gpu: GPU vs CPU when
           there is a GPU, "no GPU" otherwise.
 
-    python scripts/bench.py                 # all sections
-    python scripts/bench.py --only graph    # one section
-    python scripts/bench.py --quick         # smaller problems (digits / ISOLET only)
+    python -m benchmarks report                 # all sections
+    python -m benchmarks report --only graph    # one section
+    python -m benchmarks report --quick         # smaller problems (digits / ISOLET only)
 
 With ``--only``, the sections of an existing report file are kept and the ones run replace theirs.
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
-import platform
-import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis", "speed", "tables", "gpu")  # gpu: "no GPU" without one
+from benchmarks.common import OUT, data_dir, figure_rows, header, timed, timed_cpu, write_report
 
-
-def timed(fn, *args, **kw):
-    t0 = time.perf_counter()
-    out = fn(*args, **kw)
-    return out, time.perf_counter() - t0
-
-
-def timed_cpu(fn, *args, **kw):
-    """(result, wall seconds, CPU seconds of this process, all threads): on a shared, loaded machine the
-    CPU time is the steadier measure of the work done."""
-    c0, t0 = time.process_time(), time.perf_counter()
-    out = fn(*args, **kw)
-    return out, time.perf_counter() - t0, time.process_time() - c0
+#: the report's sections (gpu: "no GPU" without one)
+SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis", "speed", "tables", "gpu")
 
 
 def bench_graph(quick: bool) -> dict:
@@ -67,7 +48,7 @@ def bench_graph(quick: bool) -> dict:
     from lgcexp.labels import sample_and_corrupt
 
     name, k, n_lab = ("digits", 10, 100) if quick else ("mnist", 15, 100)
-    data = load_dataset(name, data_dir=os.environ.get("LGCEXP_DATA_DIR"))
+    data = load_dataset(name, data_dir=data_dir())
     (W, sigma), t_graph = timed(build_affinity, data.X, k, "mean")
     g = Graph(W=W, sigma=sigma, key="bench")
     split = sample_and_corrupt(data.y, n_lab, 0.0, seed=0)
@@ -110,7 +91,7 @@ def bench_sklearn(quick: bool) -> dict:
     from lgcexp.sklearn import LGCClassifier
 
     name, k, n_lab = ("digits", 10, 100) if quick else ("mnist", 15, 100)
-    data = load_dataset(name, data_dir=os.environ.get("LGCEXP_DATA_DIR"))
+    data = load_dataset(name, data_dir=data_dir())
     X = data.X
     split = sample_and_corrupt(data.y, n_lab, 0.0, seed=0)
     y = np.full(data.n, -1)
@@ -180,7 +161,7 @@ def bench_knn(quick: bool) -> dict:
     from lgcexp.sklearn import LGCClassifier
 
     name, k, n_lab = ("digits", 10, 100) if quick else ("mnist", 15, 100)
-    data = load_dataset(name, data_dir=os.environ.get("LGCEXP_DATA_DIR"))
+    data = load_dataset(name, data_dir=data_dir())
     X = data.X
     out: dict = {"dataset": name, "n": data.n, "d": X.shape[1], "k": k, "loadavg_start": os.getloadavg()[0]}
 
@@ -238,34 +219,24 @@ def bench_knn(quick: bool) -> dict:
 
 
 def bench_external(name: str, quick: bool) -> dict:
-    path = HERE / f"bench_{name}.py"
-    if not path.exists():
-        return {"skipped": f"{path.name} not found"}
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod.run(quick)
+    """Section ``name``: ``benchmarks.<name>.run(quick)``."""
+    return importlib.import_module(f"benchmarks.{name}").run(quick)
 
 
 def to_markdown(report: dict) -> str:
     lines = ["# lgcexp benchmark", "", f"{report['date']} — {report['machine']}", ""]
     for sec, figs in report["sections"].items():
-        lines += [f"## {sec}", "", "| figure | value |", "|---|---|"]
-        for k, v in figs.items():
-            lines.append(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")
-        lines.append("")
+        lines += [f"## {sec}", "", *figure_rows(figs), ""]
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", choices=SECTIONS, default=list(SECTIONS))
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
-    a = ap.parse_args()
-    report = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-              "quick": a.quick, "sections": {}}
+    ap.add_argument("--out", default=str(OUT))
+    a = ap.parse_args(argv)
+    report = {**header(), "quick": a.quick, "sections": {}}
     for sec in a.only:
         print(f"[bench] {sec} ...", flush=True)
         own = {"graph": bench_graph, "sklearn": bench_sklearn, "knn": bench_knn}
@@ -278,11 +249,6 @@ def main() -> int:
     if set(a.only) != set(SECTIONS) and old.exists():  # keep the sections not run this time
         kept = json.loads(old.read_text()).get("sections", {})
         report["sections"] = {**{k: v for k, v in kept.items() if k not in report["sections"]}, **report["sections"]}
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=float))
-    (out / f"{stem}.md").write_text(to_markdown(report))
+    write_report(out, stem, report, to_markdown(report))
     print(f"[bench] wrote {out / stem}.json and .md")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """GPU (CuPy, cuSPARSE) against CPU (numpy, scipy) in one run, on the MNIST kNN graph (issue 24). Not a test.
 
 Run on the lent GPU machine (numpy, scipy, scikit-learn, CuPy; no hydra, omegaconf, TensorFlow or faiss are
 needed, none is imported), with the repository as the working directory::
 
-    python3 scripts/bench_gpu.py --data .gpu/mnist.npz --out $OUT
+    python -m benchmarks gpu --data .gpu/mnist.npz --out $OUT
 
 (``--device cpu --n 3000 --budget 60`` runs the CPU halves only on a small subset: what the test does.)
 Each section is timed on both devices in the same process, in this order (but ``million``, the longest,
@@ -32,7 +31,7 @@ text and the run goes on:
 5. ``eig``: the 20 largest eigenpairs of S (the smallest of L = I - S): cupyx.scipy.sparse.linalg.eigsh
    against scipy.sparse.linalg.eigsh (tol 1e-8), eigenvalues and residuals compared.
 6. ``million`` (with ``--million N``): AutoL's run on N points, the InfiMNIST-style set of docs/scale.md
-   (``scripts/make_infimnist.py``, seed 0; made first, in one process per core): the exact 15-NN graph on the
+   (:mod:`lgcexp.data.infimnist`, seed 0; made first, in one process per core): the exact 15-NN graph on the
    GPU (:func:`knn_float`: float32 GEMM candidates, chunk minima, float64 re-rank; checked against an exact
    float64 CPU search of ``--million-check`` rows, whose time is scaled to all rows), then on that one graph
    P_LL of ``--million-labels`` labels (all columns on the GPU, ``--million-cpu-cols`` on the CPU by the fused
@@ -56,9 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from benchmarks.common import OUT, workers
 
 T0 = time.perf_counter()
 
@@ -428,15 +425,22 @@ def sec_pll(ctx, r):
 
 
 def _pll_columns(S, lab, c, tol, dtype, xp=np, order="C", block=None):
-    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.linalg.block_cg` in blocks laid out
-    in ``order`` in ``xp`` (propagation_submatrix's non-fused path, with the layout chosen)."""
-    from lgcexp.algorithms.propagation import _prepare_columns
+    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.linalg.block_cg` in blocks of ``block``
+    columns laid out in ``order`` in ``xp``, on S renumbered by reverse Cuthill-McKee (propagation_submatrix's
+    non-fused path, with the layout chosen). ``block`` None: that path's CPU rule, about 4 MiB per array, 32 to
+    256 columns."""
     from lgcexp.devices import to_host
-    from lgcexp.linalg import block_cg, shifted_operator
+    from lgcexp.linalg import block_cg, rcm_reordered, shifted_operator
 
     dt = np.dtype(dtype)
-    Sd, rows, block = _prepare_columns(S, lab, dt, block, True, xp)
     n = S.shape[0]
+    Sd, perm = rcm_reordered(S, dt, xp)
+    pos = np.empty(n, dtype=np.int64)
+    pos[perm] = np.arange(n)
+    rows = pos[lab]
+    if block is None:
+        block = int(np.clip((1 << 22) // max(1, n * dt.itemsize), 32, 256))
+    block = max(1, min(int(block), max(lab.size, 1)))
     P = np.zeros((lab.size, c))
     iters = 0
     for s0 in range(0, c, block):
@@ -486,7 +490,7 @@ def sec_eig(ctx, r):
 
 
 def sec_million(ctx, r):
-    """AutoL's run on ``--million`` InfiMNIST-style points (scripts/make_infimnist.py, the set of docs/scale.md),
+    """AutoL's run on ``--million`` InfiMNIST-style points (lgcexp.data.infimnist, the set of docs/scale.md),
     GPU against CPU on the same graph: P_LL of ``--million-labels`` labels (AutoL's alpha, float32, tol 1e-6)
     and the final certified LGC solve. The Adam loop (TensorFlow, not on the lent machine) runs on the saved
     P_LL afterwards (``--finish``); its cost does not grow with n."""
@@ -622,7 +626,7 @@ def environment(ctx) -> dict:
 
 
 def to_markdown(rep: dict) -> str:
-    lines = ["# GPU vs CPU (scripts/bench_gpu.py)", ""]
+    lines = ["# GPU vs CPU (benchmarks/gpu.py)", ""]
     for name, sec in rep.items():
         lines += [f"## {name}", "", "| figure | value |", "|---|---|"]
         if not isinstance(sec, dict):
@@ -715,33 +719,28 @@ def main(argv=None) -> int:
 
 
 def run(quick: bool = False) -> dict:
-    """``scripts/bench.py``'s section "gpu": "no GPU" without a usable CuPy, else this benchmark on
+    """``benchmarks/report.py``'s section "gpu": "no GPU" without a usable CuPy, else this benchmark on
     ``$LGCEXP_DATA_DIR/mnist.npz`` (its first 10,000 points with ``quick``) into results/bench/gpu/."""
     from lgcexp import devices
     from lgcexp.locations import default_dir
 
     if devices.gpu_module() is None:
         return {"gpu": "no GPU (CuPy not installed or no CUDA device)"}
-    argv = ["--data", str(Path(default_dir("data")) / "mnist.npz"), "--out", str(ROOT / "results" / "bench" / "gpu")]
+    argv = ["--data", str(Path(default_dir("data")) / "mnist.npz"), "--out", str(OUT / "gpu")]
     return bench(parse(argv + (["--n", "10000"] if quick else [])))
 
 
 def make_million(a: argparse.Namespace) -> tuple[tuple[Path, Path], float]:
-    """The InfiMNIST-style set of section ``million`` (scripts/make_infimnist.py, seed 0), made in worker
+    """The InfiMNIST-style set of section ``million`` (lgcexp.data.infimnist, seed 0), made in worker
     processes before CUDA or any thread pool starts in this one (they are forked)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        import make_infimnist as mi
-    finally:
-        sys.path.pop(0)
+    from lgcexp.data.infimnist import make
+
     t0 = time.perf_counter()
     out_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "lgcexp-bench-infimnist"
-    from lgcexp.devices import cpu_threads
-
-    workers = cpu_threads()          # the CPUs this process may use (OMP_NUM_THREADS when set)
-    files = mi.make(a.million, 0, out_dir, a.data, quiet=True, workers=workers)
+    n_workers = workers()          # the CPUs this process may use (OMP_NUM_THREADS when set)
+    files = make(a.million, 0, out_dir, a.data, quiet=True, workers=n_workers)
     s = time.perf_counter() - t0
-    say(f"million: {a.million:,d} points made in {s:.1f}s ({workers} processes)")
+    say(f"million: {a.million:,d} points made in {s:.1f}s ({n_workers} processes)")
     return files, s
 
 
@@ -806,7 +805,3 @@ def bench(a: argparse.Namespace) -> dict:
     write(a.out, rep)
     say(f"done: {a.out / 'gpu.json'}")
     return rep
-
-
-if __name__ == "__main__":
-    sys.exit(main())

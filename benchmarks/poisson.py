@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Poisson learning figures (issue #23). Not a test. Every part uses one graph: exact 10-NN (faiss), lgcexp's
 ``self_tuning`` kernel (local scale: 7th neighbour), union symmetrisation (``graph=knn graph.k=10
 graph.kernel=self_tuning``), built on ``--dataset`` (mnist | isolet) and ``--features`` (raw: the pixels /
@@ -6,11 +5,11 @@ spectral features as given; vae: the posterior means of lgcexp's ``features=vae`
 in $LGCEXP_CACHE_DIR exactly as the CLI caches them). GraphLearning (when installed) is given the same weight
 matrix and the same labelled sets (``labels.per_class``, seeds 0..trials-1).
 
-    python scripts/bench_poisson.py protocol --trials 10      # accuracy at 1/3/5 labels per class, vs GraphLearning
-    python scripts/bench_poisson.py timing                    # one Poisson solve vs GraphLearning's, same run
-    python scripts/bench_poisson.py noise --trials 20         # poissonL vs Poisson vs AutoL, 5 per class, 20/40 % noise
-    python scripts/bench_poisson.py features --features vae --epochs 100   # 10-NN accuracy of the representation
-    python scripts/bench_poisson.py summary --tag _x          # the tables of a (possibly partial) noise run's rows
+    python -m benchmarks poisson protocol --trials 10      # accuracy at 1/3/5 labels per class, vs GraphLearning
+    python -m benchmarks poisson timing                    # one Poisson solve vs GraphLearning's, same run
+    python -m benchmarks poisson noise --trials 20         # poissonL vs Poisson vs AutoL, 5 per class, 20/40 % noise
+    python -m benchmarks poisson features --features vae --epochs 100   # 10-NN accuracy of the representation
+    python -m benchmarks poisson summary --tag _x          # the tables of a (possibly partial) noise run's rows
 
 Each part writes results/bench/poisson_<part><tag>.json (per-trial figures) and prints a summary; ``protocol``
 and ``noise`` also append every trial to results/bench/poisson_<part><tag>_rows.jsonl as it finishes.
@@ -25,14 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import OUT, ROOT, open_cache
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "bench"
 
 
 def mnist_graph():
     """The raw-pixel MNIST graph of the first measurements (keyed by the pixels' fingerprint)."""
-    from lgcexp.cache import Cache
     from lgcexp.graph.base import fingerprint
     from lgcexp.graph.knn import KnnGraph
 
@@ -41,7 +39,7 @@ def mnist_graph():
         X, y = f["X"], f["y"].astype(np.int64)
     X = X.astype(np.float32)
     t = time.perf_counter()
-    g, hit = KnnGraph(k=10, kernel="self_tuning").build(X, cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")),
+    g, hit = KnnGraph(k=10, kernel="self_tuning").build(X, cache=open_cache(),
                                                          data_fingerprint=fingerprint(X))
     print(f"graph: n={g.n} edges={g.n_edges} ({'cached' if hit else 'built'} in {time.perf_counter() - t:.1f}s)")
     return g, y, X, X
@@ -50,7 +48,6 @@ def mnist_graph():
 def representation(args):
     """(data set, features, their cache key or None): ``--dataset`` through lgcexp's loader, ``--features``
     through its features stage (the CLI's cache entry: ``dataset=<d> features=vae features.epochs=<e>``)."""
-    from lgcexp.cache import Cache
     from lgcexp.data import load_dataset
     from lgcexp.features import make_features
 
@@ -60,7 +57,7 @@ def representation(args):
     t = time.perf_counter()
     params = {"epochs": args.epochs} if args.features == "vae" else {}
     res = make_features(args.features, **params).transform(data.X, data_fingerprint=data.fingerprint(),
-                                                           cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")),
+                                                           cache=open_cache(),
                                                            progress=True)
     print(f"features={args.features}: {res.X.shape} ({'cached' if res.cache_hit else 'computed'} in "
           f"{time.perf_counter() - t:.1f}s) {res.info}")
@@ -72,12 +69,11 @@ def setting_graph(args):
     MNIST: :func:`mnist_graph`."""
     if args.dataset == "mnist" and args.features == "raw":
         return mnist_graph()
-    from lgcexp.cache import Cache
     from lgcexp.graph.knn import KnnGraph
 
     data, Z, key = representation(args)
     t = time.perf_counter()
-    g, hit = KnnGraph(k=10, kernel="self_tuning").build(Z, cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")),
+    g, hit = KnnGraph(k=10, kernel="self_tuning").build(Z, cache=open_cache(),
                                                          data_fingerprint=key or data.fingerprint())
     print(f"graph: n={g.n} edges={g.n_edges} ({'cached' if hit else 'built'} in {time.perf_counter() - t:.1f}s)")
     return g, np.asarray(data.y, dtype=np.int64), data.X, Z
@@ -220,13 +216,12 @@ def setting_key(model, rate):
 
 def noise(args):
     from lgcexp.algorithms import make_algorithm
-    from lgcexp.cache import Cache
     from lgcexp.labels import sample_and_corrupt
     from lgcexp.noise import make_noise
 
     g, y, X, _ = setting_graph(args)
     c = int(y.max()) + 1
-    cache = Cache(os.environ.get("LGCEXP_CACHE_DIR"))
+    cache = open_cache()
     rows = []
     path = OUT / f"poisson_noise{args.tag}_rows.jsonl"
     for seed in range(args.first_seed, args.trials):
@@ -322,7 +317,7 @@ def features_quality(args):
     return out
 
 
-def main():
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=("protocol", "timing", "noise", "features", "summary"))
     ap.add_argument("--dataset", default="mnist", choices=("mnist", "isolet"))
@@ -349,7 +344,7 @@ def main():
     ap.add_argument("--rates", type=float, nargs="+", default=[0.2, 0.4])
     ap.add_argument("--baselines", nargs="*", default=["wnll", "lgc"], help="protocol: other methods to run")
     ap.add_argument("--methods", nargs="+", default=["poisson", "poissonL", "autoL"])
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     res = {"protocol": protocol, "timing": timing, "noise": noise, "features": features_quality,
@@ -359,7 +354,3 @@ def main():
     res["argv"] = vars(args)
     (OUT / f"poisson_{args.part}{args.tag}.json").write_text(json.dumps(res, indent=1, default=float))
     print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=1, default=float))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Speed figures for the start-up, the compiled AutoL step and the LGC solve (issue #15). Not a test.
 
 1. Start-up: ``import lgcexp.cli``, ``import tensorflow`` and ``import sklearn.model_selection`` in fresh
@@ -55,16 +54,16 @@
 
 Wall seconds (``_s``) and process CPU seconds (``_cpu_s``); the load average is recorded.
 
-    python scripts/bench_speed.py [--quick]     # writes results/bench/speed.json and speed.md
-    python scripts/bench_speed.py --only cg_iteration   # section 4 only (speed_cg_iteration.json/.md)
-    python scripts/bench_speed.py --only pll            # section 5 only
-    python scripts/bench_speed.py --only siis           # section 6 only
-    python scripts/bench_speed.py --only auto_search    # section 7 only
-    python scripts/bench_speed.py --only sweep_setup    # section 8 only
-    python scripts/bench_speed.py --only padded_widths  # section 2's shared compiled steps only
-    python scripts/bench.py --only speed        # the same as a section of bench.json
+    python -m benchmarks speed [--quick]     # writes results/bench/speed.json and speed.md
+    python -m benchmarks speed --only cg_iteration   # section 4 only (speed_cg_iteration.json/.md)
+    python -m benchmarks speed --only pll            # section 5 only
+    python -m benchmarks speed --only siis           # section 6 only
+    python -m benchmarks speed --only auto_search    # section 7 only
+    python -m benchmarks speed --only sweep_setup    # section 8 only
+    python -m benchmarks speed --only padded_widths  # section 2's shared compiled steps only
+    python -m benchmarks report --only speed        # the same as a section of bench.json
 
-``run(quick) -> dict`` is what ``scripts/bench.py`` calls (section "speed").
+``run(quick) -> dict`` is what ``benchmarks/report.py`` calls (section "speed").
 """
 from __future__ import annotations
 
@@ -79,8 +78,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import OUT, ROOT, best_of, figure_rows, open_cache, write_report
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _wall(cmd: list[str], env: dict | None = None) -> float:
@@ -223,18 +223,6 @@ def _graph_and_labels(dataset: str, seeds: tuple[int, ...] = (0,)):
     return data, splits, g
 
 
-def _timed(fn, repeat: int = 3):
-    """(result, best wall seconds, CPU seconds of that repetition) over ``repeat`` calls."""
-    best = None
-    for _ in range(repeat):
-        c0, t0 = time.process_time(), time.perf_counter()
-        out = fn()
-        w, c = time.perf_counter() - t0, time.process_time() - c0
-        if best is None or w < best[1]:
-            best = (out, w, c)
-    return best
-
-
 def lgc_solve(quick: bool) -> dict:
     from lgcexp.linalg import block_cg, rcm_reordered, shifted_operator, shifted_solve
 
@@ -246,9 +234,9 @@ def lgc_solve(quick: bool) -> dict:
     c0, t0 = time.process_time(), time.perf_counter()
     rcm_reordered(g.S)                                                  # once per graph (cached)
     t_rcm, c_rcm = time.perf_counter() - t0, time.process_time() - c0
-    (F0, it0, _), t_plain, c_plain = _timed(lambda: block_cg(shifted_operator(g.S, 0.9), Y, tol=1e-10))
-    (F1, it1, _), t_rcm_tol, c_rcm_tol = _timed(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10))
-    (F2, it2, _), t_cert, c_cert = _timed(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10, degree=g.degree))
+    (F0, it0, _), t_plain, c_plain = best_of(lambda: block_cg(shifted_operator(g.S, 0.9), Y, tol=1e-10))
+    (F1, it1, _), t_rcm_tol, c_rcm_tol = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10))
+    (F2, it2, _), t_cert, c_cert = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10, degree=g.degree))
     ref = F0.argmax(1)
     out = {
         "dataset": name, "n": data.n, "nnz_S": int(g.S.nnz), "columns": data.n_classes,
@@ -266,8 +254,8 @@ def lgc_solve(quick: bool) -> dict:
         Sd = g.S.astype(dt)
         Sp, perm = rcm_reordered(g.S, dt)
         Xd, Xp = X.astype(dt), np.ascontiguousarray(X[perm].astype(dt))
-        _, t_a, _ = _timed(lambda: Sd @ Xd, 10)
-        _, t_b, _ = _timed(lambda: Sp @ Xp, 10)
+        _, t_a, _ = best_of(lambda: Sd @ Xd, 10)
+        _, t_b, _ = best_of(lambda: Sp @ Xp, 10)
         tag = np.dtype(dt).name
         out[f"spmm_10cols_{tag}_plain_ms"] = 1e3 * t_a
         out[f"spmm_10cols_{tag}_rcm_ms"] = 1e3 * t_b
@@ -404,7 +392,7 @@ def cg_iteration(quick: bool) -> dict:
                 fn()                                                # compile / warm
             for _ in range(ROUNDS):
                 for key, fn, per, reps in timed:
-                    _, t, c_ = _timed(fn, reps)
+                    _, t, c_ = best_of(fn, reps)
                     if key not in best or t < best[key][0]:
                         best[key] = (t, c_)
             for key, _, per, _ in timed:
@@ -419,7 +407,7 @@ def cg_iteration(quick: bool) -> dict:
                     if pname.startswith(("scipy", "tensorflow")) and threads != kernels.kernel_threads():
                         continue                                    # their own threads: timed once
                     fn()
-                    _, t_p, c_p = _timed(fn, 10)
+                    _, t_p, c_p = best_of(fn, 10)
                     key = pname if pname.startswith(("scipy", "tensorflow")) else f"{pname}_{tag}"
                     out[f"product_{key}_ms"] = 1e3 * t_p
                     out[f"product_{key}_cpu_ms"] = 1e3 * c_p
@@ -430,7 +418,7 @@ def cg_iteration(quick: bool) -> dict:
             os.environ["OMP_NUM_THREADS"] = env_before
     out["numba_threading_layer"] = numba.threading_layer()
     numpy_iter()
-    _, t_np, c_np = _timed(numpy_iter, 5)
+    _, t_np, c_np = best_of(numpy_iter, 5)
     out["numpy_iteration_ms"] = 1e3 * t_np / m
     out["numpy_iteration_cpu_ms"] = 1e3 * c_np / m
     t1 = out["floor_ms_1thread"]
@@ -456,7 +444,7 @@ def cg_iteration(quick: bool) -> dict:
             os.environ.update(env)
             if seed == seeds[0]:
                 shifted_solve(g.S, Y, 0.9, degree=g.degree)
-                (F, it, rel), t, cpu = _timed(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree), 3)
+                (F, it, rel), t, cpu = best_of(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree), 3)
                 out[f"lgc_solve_{tag}_s"], out[f"lgc_solve_{tag}_cpu_s"] = t, cpu
                 out[f"lgc_solve_{tag}_iterations"], out[f"lgc_solve_{tag}_residual"] = it, rel
             else:
@@ -492,10 +480,10 @@ def pll(quick: bool) -> dict:
         for path in ("plain", "fused"):
             with mock.patch.object(linalg, "FUSED_MIN_ENTRIES", 1 if path == "fused" else 1 << 62):
                 propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32")     # warm: kernels, RCM
-                (P, st), w, c = _timed(lambda: propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32"), 2)
+                (P, st), w, c = best_of(lambda: propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32"), 2)
                 out[f"one_alpha_{path}_s"], out[f"one_alpha_{path}_cpu_s"] = w, c
                 out[f"one_alpha_{path}_iterations"] = st["iterations"]
-                (Ps, st), w, c = _timed(lambda: propagation_submatrices(g.S, labeled, alphas, tol=1e-6,
+                (Ps, st), w, c = best_of(lambda: propagation_submatrices(g.S, labeled, alphas, tol=1e-6,
                                                                         dtype="float32"), 2)
                 out[f"multishift_{path}_s"], out[f"multishift_{path}_cpu_s"] = w, c
                 out[f"multishift_{path}_iterations"] = st["iterations"]
@@ -530,17 +518,18 @@ def _shared_set(g, labeled, grid) -> dict:
         Ps, _ = propagation_submatrices(g.S, labeled, grid, tol=1e-6, dtype="float32")
         return P9, PA, Ps
 
-    (P9, PA, Ps), w_sep, c_sep = _timed(separate, 2)
-    (Pu, _), w_sh, c_sh = _timed(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6, dtype="float32"), 2)
+    (P9, PA, Ps), w_sep, c_sep = best_of(separate, 2)
+    (Pu, _), w_sh, c_sh = best_of(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6, dtype="float32"), 2)
     from unittest import mock
 
     from lgcexp import linalg
 
     with mock.patch.object(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62):  # the shifted updates by numpy
-        (Pn, _), w_np, c_np = _timed(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6,
+        (Pn, _), w_np, c_np = best_of(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6,
                                                                      dtype="float32"), 2)
     updates = {"shared_set_numpy_updates_s": w_np, "shared_set_numpy_updates_cpu_s": c_np,
-               "shifted_kernel_used": bool(linalg._shifted_kernel(len(union) * labeled.size * 32) is not None),
+               "shifted_kernel_used": linalg.numba_kernels(len(union) * labeled.size * 32,
+                                                           linalg.SHIFTED_KERNEL_MIN_ENTRIES) is not None,
                "shifted_kernel_speedup": w_np / w_sh,
                "shifted_kernel_bit_for_bit": all(np.array_equal(a, b) for a, b in zip(Pu, Pn))}
     by_alpha = dict(zip(union, Pu))
@@ -556,7 +545,6 @@ def siis(quick: bool) -> dict:
 
     from lgcexp.algorithms.base import one_hot
     from lgcexp.algorithms.siis import SIISProblem, incidence_matrix
-    from lgcexp.cache import Cache
     from lgcexp.noise.uniform import UniformNoise
     from lgcexp.spectral import laplacian_eigenpairs
 
@@ -565,7 +553,7 @@ def siis(quick: bool) -> dict:
         data, splits, g = _graph_and_labels(dataset)
         labeled = splits[0].labeled
         y_obs, _ = UniformNoise(rate).corrupt(data.y[labeled].astype(np.int64), int(data.y.max()) + 1, 0)
-        eig, _ = laplacian_eigenpairs(g, m, cache=Cache(os.environ.get("LGCEXP_CACHE_DIR")))
+        eig, _ = laplacian_eigenpairs(g, m, cache=open_cache())
         prob = SIISProblem(U=np.asarray(eig.vectors)[:, :m], sigma=np.asarray(eig.values)[:m],
                            P=incidence_matrix(g.W), labeled=labeled, YL=one_hot(y_obs, int(data.y.max()) + 1),
                            lambda1=100.0, lambda2=10.0)
@@ -573,7 +561,7 @@ def siis(quick: bool) -> dict:
         with threadpool_limits(limits=1, user_api="blas"):
             prob.solve(fused=True, max_iter=2)                                   # compile (or load) the pass
             for path, fused in (("numpy", False), ("fused", True)):
-                r, w, c = _timed(lambda: prob.solve(fused=fused), 2)
+                r, w, c = best_of(lambda: prob.solve(fused=fused), 2)
                 res[path] = r
                 out[f"{dataset}_{path}_s"], out[f"{dataset}_{path}_cpu_s"] = w, c
                 out[f"{dataset}_{path}_iterations"] = r.iterations
@@ -617,7 +605,7 @@ def auto_search(quick: bool) -> dict:
     res = {}
     for rnd in range(2):  # the first round compiles; the second is what a sweep worker pays
         for name, fn in (("before", before), ("now", now)):
-            res[name], w, cpu = _timed(fn, 1)
+            res[name], w, cpu = best_of(fn, 1)
             if rnd:
                 out[f"{name}_s"], out[f"{name}_cpu_s"] = w, cpu
     out["speedup"] = out["before_s"] / out["now_s"]
@@ -698,23 +686,15 @@ def run(quick: bool = False, only: tuple[str, ...] = SECTIONS) -> dict:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", nargs="*", choices=SECTIONS, default=list(SECTIONS))
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
-    a = ap.parse_args()
+    ap.add_argument("--out", default=str(OUT))
+    a = ap.parse_args(argv)
     report = run(a.quick, tuple(a.only))
     print(json.dumps(report, indent=1, default=float))
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = ("speed_quick" if a.quick else "speed") + ("" if set(a.only) == set(SECTIONS) else "_" + "_".join(a.only))
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=float))
-    lines = ["# lgcexp start-up, compiled AutoL step and LGC solve", "", "| figure | value |", "|---|---|"]
-    lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in report.items()]
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    lines = ["# lgcexp start-up, compiled AutoL step and LGC solve", "", *figure_rows(report)]
+    write_report(a.out, stem, report, "\n".join(lines) + "\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

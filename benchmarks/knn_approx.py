@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """Benchmark of the graph builders (issue #10): exact kNN (graph=knn) against the approximate faiss indexes
 (graph=knn_approx, index=hnsw and ivf, their defaults unless given) on the paper's graph settings, in one
 process, without the cache. Reports build seconds, recall@k (measured by the builder against exact search
 on 1000 seeded queries), and the share of the exact graph's edges the approximate graph has.
 
-    OPENBLAS_NUM_THREADS=1 python scripts/bench_graph.py --dataset isolet --dataset mnist
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks knn_approx --dataset isolet --dataset mnist
 
 Timings on a shared machine vary with its load: compare only the rows of one run.
 """
@@ -15,15 +14,15 @@ import json
 import os
 import time
 
-GRAPH = {"mnist": (15, "mean"), "isolet": (10, 100.0), "digits": (10, "mean")}
+from benchmarks.common import GRAPH, data_dir
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", action="append", choices=sorted(GRAPH))
     ap.add_argument("--index", action="append", choices=["hnsw", "ivf"])
     ap.add_argument("--params", default="{}", help="JSON of extra knn_approx parameters, e.g. '{\"ef_search\": 64}'")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     import faiss
 
@@ -35,7 +34,7 @@ def main() -> None:
     print(f"# faiss {faiss.__version__}, {faiss.omp_get_max_threads()} threads, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     for name in args.dataset or ["isolet", "mnist"]:
-        data = load_dataset(name, data_dir=os.environ.get("LGCEXP_DATA_DIR"), download=False)
+        data = load_dataset(name, data_dir=data_dir(), download=False)
         k, sigma = GRAPH[name]
         t0 = time.perf_counter()
         exact, _ = KnnGraph(k=k, sigma=sigma).build(data.X)
@@ -57,7 +56,3 @@ def main() -> None:
                               "search_seconds": g.info["search_seconds"], "recall_seconds": g.info["recall_seconds"],
                               "nlist_used": g.info.get("nlist"), "exact_edges_kept": round(shared, 4),
                               "sigma": g.sigma, "sigma_exact": exact.sigma}), flush=True)
-
-
-if __name__ == "__main__":
-    main()

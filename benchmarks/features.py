@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """How much each representation (features=raw|pca|vae|oof) moves LGC's accuracy and its label-issue scores,
 the paper's protocol: labels sampled (digits 100, ISOLET 1040, MNIST 100), uniform noise (rate 0.2 by
 default), LGC with its defaults, the graph with the data set's k and (raw) its paper sigma, sigma=mean
@@ -9,9 +8,9 @@ the detector's F1 and ROC AUC against the flipped labels, and the features' seco
 data set for pca/vae, whose key does not depend on the labels; per seed for oof). Differences against raw
 are paired by seed, in the same run.
 
-    nice python scripts/bench_features.py [--datasets digits,isolet,mnist] [--seeds 3] [--rate 0.2]
+    nice python -m benchmarks features [--datasets digits,isolet,mnist] [--seeds 3] [--rate 0.2]
         # writes results/bench/features.json and results/bench/features.md
-    nice python scripts/bench_features.py --datasets mnist --features raw,vae --learned features.epochs=50
+    nice python -m benchmarks features --datasets mnist --features raw,vae --learned features.epochs=50
 """
 from __future__ import annotations
 
@@ -23,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import OUT, ROOT
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = Path(__file__).resolve().parents[1]
 FEATURES = ("raw", "pca", "vae", "oof")
 
 
@@ -95,17 +95,17 @@ def markdown(summary: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="digits,isolet,mnist")
     ap.add_argument("--features", default=",".join(FEATURES))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--rate", type=float, default=0.2)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "features"))
+    ap.add_argument("--out", default=str(OUT / "features"))
     ap.add_argument("extra", nargs="*", help="more overrides for every run")
     ap.add_argument("--learned", default="", help="comma-separated overrides for the runs other than raw "
                     "(e.g. features.epochs=50)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
@@ -127,7 +127,3 @@ def main() -> None:
                                                                  indent=1))
                 (out.with_suffix(".md")).write_text(markdown(summary, meta))
     print(markdown(summarise(rows), {"rate": a.rate, "seeds": a.seeds}))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Which decision rule (``detect.cut``) turns the two views into flags, on realistic noise. Not a test.
 
-Reads the draws that ``scripts/bench_detect_realistic.py --dump DIR`` wrote (per data set, noise, rate and
+Reads the draws that ``benchmarks/detect_realistic.py --dump DIR`` wrote (per data set, noise, rate and
 seed: the graph's leave-one-out distribution ``g``, the out-of-fold feature view ``f`` trained on the labels
 the graph keeps, the noisy and the clean labels) and applies every rule to the same views, so the rules
 differ only in the cut. Rules (none reads the clean labels):
@@ -23,7 +22,7 @@ Ranking (ROC AUC) by the combined quality ``combine(g, f)[y]`` and by the poster
 ``results/bench/cuts.csv`` (one row per draw and rule) and ``cuts.md`` (means per data set x noise x rate,
 and over all cells).
 
-    python scripts/bench_cuts.py --dump /tmp/cuts/dump [--view mlp] [--out results/bench/cuts]
+    python -m benchmarks cuts --dump /tmp/cuts/dump [--view mlp] [--out results/bench/cuts]
 """
 from __future__ import annotations
 
@@ -31,9 +30,8 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from bench_rows import write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import OUT, write_rows
 
 RULES = ("graph", "consensus", "suggested", "posterior", "either", "cl", "consensus_T", "suggested_T", "posterior_T",
          "consensus_f2", "posterior_f2")
@@ -93,13 +91,13 @@ def decisions(g, f, y, gate_ok):
     }, post
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dump", required=True)
     ap.add_argument("--view", default="mlp", help="which dumped feature view (mlp, logistic, lda)")
     ap.add_argument("--min-agreement", type=float, default=0.8)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "cuts"))
-    a = ap.parse_args()
+    ap.add_argument("--out", default=str(OUT / "cuts"))
+    a = ap.parse_args(argv)
     from sklearn.metrics import roc_auc_score
 
     rows = []
@@ -150,7 +148,3 @@ def main() -> None:
     lines += [f"| {r} | " + " | ".join(f"{v:.3f}" for v in per.loc[r]) + " |" for r in per.index]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()

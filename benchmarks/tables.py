@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Speed of the table sweeps (issue #15): the paper's Table 1 / Table 2 sweeps on a few seeds, today's code
 against the same code with this issue's three sweep-level speed-ups turned off, in one run. Not a test.
 
@@ -17,8 +16,8 @@ Order: one warm-up sweep fills the cache (graph, eigenpairs, P_LL of these seeds
 today's sweep run into fresh output directories; both must give the same numbers (checked: every run's
 accuracies, dropped labels and final loss). Wall seconds of the whole ``lgcexp experiment=...`` command.
 
-    python scripts/bench.py --only tables [--quick]     # section "tables" of results/bench/bench.{json,md}
-    python scripts/bench_tables.py [--quick]            # the same
+    python -m benchmarks report --only tables [--quick]   # section "tables" of results/bench/bench.{json,md}
+    python -m benchmarks tables [--quick]                 # the same
 
 ``--quick``: ISOLET only, 2 seeds; otherwise ISOLET and MNIST, 4 seeds each. The full tables (20 seeds)
 take ``make reproduce-tables``; their wall times are in results/tables/PROVENANCE.md.
@@ -28,12 +27,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import ROOT
+
 FIELDS = ("acc_unlabeled", "acc_labeled", "n_dropped", "loss_final", "alpha")
 
 
@@ -84,6 +83,8 @@ def run(quick: bool) -> dict:
     return figures
 
 
-if __name__ == "__main__":  # the report goes through scripts/bench.py (section "tables")
-    sys.exit(subprocess.call([sys.executable, str(Path(__file__).with_name("bench.py")), "--only", "tables",
-                              *sys.argv[1:]]))
+def main(argv: list[str] | None = None) -> int:
+    """The report's section "tables" (``python -m benchmarks report --only tables``), with these options."""
+    from benchmarks import report
+
+    return report.main(["--only", "tables", *(argv or [])])

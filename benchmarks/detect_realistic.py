@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Which label-issue detector holds on realistic (instance-dependent) noise, with every point labelled. Not a test.
 
 For each data set (digits, ISOLET; MNIST with ``--mnist``), noise model (``idn``, ``confusion``), rate
@@ -28,7 +27,7 @@ calibrated confident joint) on each detector's probabilities, against the true c
 Needs the ``bench`` extra (cleanlab). Writes ``results/bench/detect_realistic.csv`` (one row per run and
 detector) and ``detect_realistic.md`` (means over seeds).
 
-    nice python scripts/bench_detect_realistic.py [--seeds 5 | --seed-list 0 1] [--datasets digits isolet] [--mnist]
+    nice python -m benchmarks detect_realistic [--seeds 5 | --seed-list 0 1] [--datasets digits isolet] [--mnist]
         [--detectors ...] [--cache DIR]
 
 Label-independent work is done once per data set (graph, propagation diagonal, on large sets the exact
@@ -43,22 +42,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_rows import write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "bench"
-
-
-def load(name: str):
-    if name == "digits":
-        from sklearn.datasets import load_digits
-
-        X, y = load_digits(return_X_y=True)
-        return X.astype(np.float64), y.astype(np.int64)
-    from lgcexp.locations import default_dir
-
-    z = np.load(Path(default_dir("data")).expanduser() / f"{name}.npz")
-    return z["X"].astype(np.float64), z["y"].astype(np.int64)
+from benchmarks.common import OUT, load, write_rows
 
 
 def representation(ds: str, X, name: str, npz: dict, cache):
@@ -94,8 +79,8 @@ def cl_estimate(probs, y, c) -> int:
     return int(N.sum() - np.trace(N))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="*", default=["digits", "isolet"])
     ap.add_argument("--mnist", action="store_true")
     ap.add_argument("--seeds", type=int, default=5)
@@ -115,10 +100,10 @@ def main() -> None:
     ap.add_argument("--features-npz", nargs="*", default=[], help="DATASET=PATH: that data set's representation "
                     "from an .npz (array X; e.g. a cached features entry) instead of training it here")
     ap.add_argument("--dump", default=None, help="directory where each draw's views are written (graph leave-one-out, "
-                    "the feature views, noisy and clean labels; one .npz per draw) for scripts/bench_cuts.py")
+                    "the feature views, noisy and clean labels; one .npz per draw) for benchmarks/cuts.py")
     ap.add_argument("--cache", default=None, help="directory keeping the graph, the diagonal and the neighbour "
                     "lists between invocations (they do not depend on the labels)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     def want(name):
         return a.detectors is None or name in a.detectors
 
@@ -155,18 +140,6 @@ def main() -> None:
         np.save(path, arr)
         return arr
 
-    import lgcexp.issues.out_of_fold as oof
-
-    pca_axes = oof._pca_axes
-    pca_memo: dict = {}
-
-    def memo_pca_axes(X_, pca, seed, standardize=True):
-        key = (id(X_), X_.shape, int(pca), int(seed), bool(standardize))
-        if key not in pca_memo:
-            pca_memo[key] = pca_axes(X_, pca, seed, standardize)
-        return pca_memo[key]
-
-    oof._pca_axes = memo_pca_axes
     for ds in datasets:
         X, y = load(ds)
         n, c = y.size, int(y.max()) + 1
@@ -193,8 +166,6 @@ def main() -> None:
             t0 = time.perf_counter()
             neighbors = stored(f"{ds}-{n}-{tag}nn{a.knn_lists}", lambda: exact_search(X, a.knn_lists)[1])
             print(f"{ds}: exact {a.knn_lists}-NN lists {time.perf_counter() - t0:.1f}s", flush=True)
-        # the principal axes of the feature views and baselines depend on X and the seed only
-        pca_memo.clear()
         # the confusion noise's out-of-fold classifier sees the clean labels only: one fit per seed serves
         # every rate (the same numbers as refitting it)
         confusions: dict = {}
@@ -362,7 +333,3 @@ def summary(agg) -> list:
                          f"{a.loc[both].auc.mean():.3f} vs {b.loc[both].auc.mean():.3f}")
         lines.append("")
     return lines
-
-
-if __name__ == "__main__":
-    main()

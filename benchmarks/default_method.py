@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Which method should judge a fully labelled data set by default: LGC's leave-one-out or AutoL's. Not a test.
 
 Every point of a data set labelled, ``noise`` (idn, confusion) at 10 / 20 / 40 % flipped; ``find_label_issues``
@@ -6,29 +5,24 @@ with ``method=lgc`` and ``method=autoL`` (each with its defaults: the out-of-fol
 ``consensus``) on the same noisy labels. Prints F1 of the flags and ROC AUC of ``label_quality`` per run and
 writes ``results/bench/default_method.csv``. AutoL's dense l x l matrix keeps this to small sets (digits).
 
-    nice python scripts/bench_default_method.py [--dataset digits] [--seeds 2]
+    nice python -m benchmarks default_method [--dataset digits] [--seeds 2]
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-from bench_rows import write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import OUT, load, write_rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="digits")
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "default_method.csv"))
-    a = ap.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_detect_realistic import load
+    ap.add_argument("--out", default=str(OUT / "default_method.csv"))
+    a = ap.parse_args(argv)
     from sklearn.metrics import roc_auc_score
 
     from lgcexp import find_label_issues
@@ -52,7 +46,3 @@ def main() -> None:
                                  "f1": float(f1), "auc": float(auc), "seconds": time.perf_counter() - t0})
                     print(rows[-1], flush=True)
                     write_rows(rows, a.out)
-
-
-if __name__ == "__main__":
-    main()

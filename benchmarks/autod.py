@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Benchmarks for the eigendecomposition stage and LGC_LVO_AutoD (issue #4).
 
 1. ``eig``: time every eigen solver for the p smallest pairs of L = I - S on the (cached) graph, each in its
@@ -9,9 +8,9 @@
 
 Examples (MNIST graph and eigenpairs come from / go to $LGCEXP_CACHE_DIR):
 
-    OPENBLAS_NUM_THREADS=1 python scripts/bench_autod.py eig --dataset mnist --p 300 --limit 600 \\
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks autod eig --dataset mnist --p 300 --limit 600 \\
         --solver chebyshev --solver lanczos --solver shift-invert --solver lobpcg
-    OPENBLAS_NUM_THREADS=1 python scripts/bench_autod.py sweep --dataset mnist --p 300
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks autod sweep --dataset mnist --p 300
 
 On a shared machine set OPENBLAS_NUM_THREADS=1: OpenBLAS threads that busy-wait for a busy core make
 LAPACK/ARPACK many times slower.
@@ -21,33 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
 
+from benchmarks.common import GRAPH, LABELS, ROOT, cpu_seconds, load_graph
+
 DEFAULT_SOLVERS = ["chebyshev", "lanczos", "shift-invert", "lobpcg"]
-GRAPH = {"mnist": (15, "mean"), "isolet": (10, 100.0), "digits": (10, "mean")}
-LABELS = {"mnist": 100, "isolet": 1040, "digits": 100}
-
-
-def load_graph(dataset: str):
-    from lgcexp.cache import Cache
-    from lgcexp.data import load_dataset
-    from lgcexp.graph import build_graph
-
-    data = load_dataset(dataset, data_dir=os.environ.get("LGCEXP_DATA_DIR"), download=False)
-    k, sigma = GRAPH[dataset]
-    cache = Cache(os.environ.get("LGCEXP_CACHE_DIR"))
-    graph, _ = build_graph(data.X, k, sigma, "union", cache=cache, data_fingerprint=data.fingerprint())
-    return data, graph, cache
-
-
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -74,12 +55,13 @@ def bench_eig(args) -> None:
     for solver in args.solver or DEFAULT_SOLVERS:
         name, _, opt = solver.partition(":")  # e.g. chebyshev:{"degree":30}
         save = os.path.join(tmp, f"{len(rows)}.npy")
-        cmd = [sys.executable, __file__, "_one", "--dataset", args.dataset, "--p", str(args.p), "--solver", name,
+        cmd = [sys.executable, "-m", "benchmarks", "autod", "_one", "--dataset", args.dataset, "--p", str(args.p),
+               "--solver", name,
                "--tol", str(args.tol), "--save", save] + (["--options", opt] if opt else [])
         print(f"# {name} {opt} ...", flush=True)
         t0 = time.perf_counter()
         try:
-            cp = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit)
+            cp = subprocess.run(cmd, capture_output=True, text=True, timeout=args.limit, cwd=ROOT)
             if cp.returncode != 0:
                 row = {"solver": name, "options": opt, "error": (cp.stderr.strip().splitlines() or ["?"])[-1]}
             else:
@@ -204,7 +186,7 @@ def bench_sweep(args) -> None:
 
 # ------------------------------------------------------------------------------------------------------------
 def run(quick: bool = False) -> dict:
-    """Section for ``scripts/bench.py``: eigen solvers against each other, and the spectral alpha sweep
+    """Section for ``benchmarks/report.py``: eigen solvers against each other, and the spectral alpha sweep
     against recomputing P_LL by the sparse solver, each pair measured in this same run."""
     from lgcexp.algorithms.autod import SpectralLOO, loo_curves, x_grid
     from lgcexp.algorithms.base import one_hot
@@ -247,7 +229,7 @@ def run(quick: bool = False) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -276,9 +258,5 @@ def main() -> None:
     o.add_argument("--solver", required=True)
     o.add_argument("--options", default="")
     o.add_argument("--save", required=True)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     {"eig": bench_eig, "sweep": bench_sweep, "_one": one_solver}[args.cmd](args)
-
-
-if __name__ == "__main__":
-    main()

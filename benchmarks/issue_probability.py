@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """How sure is each flag: ``issue_probability`` against the truth, with every point labelled. Not a test.
 
 For each data set (digits, ISOLET), noise model (uniform, idn, confusion), rate (10 / 20 / 40 %) and seed,
@@ -15,7 +14,7 @@ fully labelled one (``--feature-model``):
 
 Writes ``results/bench/issue_probability.csv`` and ``.md`` (means over seeds).
 
-    nice python scripts/bench_issue_probability.py [--seeds 3] [--datasets digits isolet]
+    nice python -m benchmarks issue_probability [--seeds 3] [--datasets digits isolet]
 """
 from __future__ import annotations
 
@@ -24,10 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_rows import write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "results" / "bench"
+from benchmarks.common import OUT, load, write_rows
 
 
 def ece(p: np.ndarray, truth: np.ndarray, bins: int = 10) -> float:
@@ -37,8 +34,8 @@ def ece(p: np.ndarray, truth: np.ndarray, bins: int = 10) -> float:
                      for b in range(bins) if (idx == b).any()))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["digits", "isolet"])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--noises", nargs="+", default=["uniform", "idn", "confusion"])
@@ -46,15 +43,13 @@ def main() -> None:
     ap.add_argument("--feature-model", default=None,
                     help="the feature view's model (default: the fully labelled default, choose_feature_model)")
     ap.add_argument("--out", default=str(OUT / "issue_probability"))
-    a = ap.parse_args()
-
-    from bench_detect_realistic import load
+    a = ap.parse_args(argv)
 
     from lgcexp.graph import build_graph
     from lgcexp.issues.cuts import issue_probability
     from lgcexp.issues.judge import judge
     from lgcexp.issues.judgement import LabelJudgement, normalize_rows, suggested_labels
-    from lgcexp.issues.loo import _prepare, _solve, propagation_diagonal
+    from lgcexp.issues.loo import lgc_loo_scores, propagation_diagonal
     from lgcexp.issues.views import choose_feature_model
     from lgcexp.noise import make_noise
 
@@ -64,10 +59,8 @@ def main() -> None:
         n, c = y.size, int(y.max()) + 1
         lab = np.arange(n)
         g, _ = build_graph(X, k=10, sigma="mean")
-        prep = _prepare(g.S, lab, "float32")
         diag, _ = propagation_diagonal(g.S, lab, 0.9, method="exact" if n <= 10_000 else "probe", distance=3,
-                                       check=0, _prepared=prep)
-        Sd, rws, _ = prep
+                                       check=0, dtype="float32")
         model = a.feature_model or choose_feature_model(n, n)
         for seed in range(a.seeds):
             for noise in a.noises:
@@ -75,11 +68,9 @@ def main() -> None:
                     t0 = time.perf_counter()
                     y_obs, flipped = make_noise(noise, rate=rate).corrupt(y, c, seed, X=X)
                     flipped = np.asarray(flipped, dtype=bool)
-                    Y = np.zeros((n, c), dtype=np.float32)
-                    Y[rws, y_obs] = 1.0
-                    F = _solve(Sd, Y, 0.9, 1e-6, 10_000)[0][rws].astype(np.float64)
-                    F[lab, y_obs] -= diag
-                    evidence = normalize_rows(np.maximum(F, 0.0))
+                    F, _ = lgc_loo_scores(g.S, lab, y_obs, c, 0.9, tol=1e-6, maxiter=10_000, dtype="float32",
+                                          P_diag=diag)
+                    evidence = normalize_rows(F)
                     j = judge(LabelJudgement(probs=evidence), y_obs, None, X=X, feature_model=model)
                     alone = issue_probability([evidence], y_obs)
                     own = suggested_labels(evidence, y_obs) != y_obs
@@ -121,10 +112,3 @@ def save(rows: list[dict], out: Path) -> None:
                      f"{r.cl_estimate:.0f} | {r.precision:.3f} | {r.mean_p:.3f} | {r.ece:.3f} | "
                      f"{r.graph_expected:.0f} | {r.graph_ece:.3f} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    main()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Every label of a fully labelled data set judged without P_LL (lgcexp.issues.loo). Not a test.
 
 Fully labelled MNIST (70,000 points, every label given, ``--rate`` of them flipped by ``--noise``): the 10-NN
@@ -10,8 +9,8 @@ Baseline in the same run: on ``--baseline-labels`` labelled points (sampled, sam
 (the one ``find_label_issues`` took until now) against the exact and probed diagonals: seconds and the
 largest difference in the leave-one-out distribution.
 
-    /usr/bin/time -v python scripts/bench_loo_scale.py                    # writes results/bench/loo_scale.json
-    python scripts/bench_loo_scale.py --npz infimnist_1m.npz --baseline-labels 0
+    /usr/bin/time -v python -m benchmarks loo_scale                    # writes results/bench/loo_scale.json
+    python -m benchmarks loo_scale --npz infimnist_1m.npz --baseline-labels 0
 """
 from __future__ import annotations
 
@@ -23,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import OUT
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--npz", default=None, help="X, y in an .npz (default: MNIST from LGCEXP_DATA_DIR)")
     ap.add_argument("--noise", default="uniform")
     ap.add_argument("--rate", type=float, default=0.1)
@@ -35,8 +34,8 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.9)
     ap.add_argument("--distance", type=int, default=3)
     ap.add_argument("--baseline-labels", type=int, default=1000)
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "loo_scale.json"))
-    a = ap.parse_args()
+    ap.add_argument("--out", default=str(OUT / "loo_scale.json"))
+    a = ap.parse_args(argv)
 
     from lgcexp.algorithms.autol import propagation_submatrix
     from lgcexp.graph import build_graph
@@ -108,7 +107,3 @@ def main() -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1, default=float))
     print(json.dumps(out, indent=1, default=float))
-
-
-if __name__ == "__main__":
-    main()
