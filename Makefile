@@ -20,8 +20,8 @@ test:               ## lint (ruff, pyproject's [tool.ruff]) then unit + end-to-e
 test-all:           ## also the full-MNIST tests
 	$(PYTHON) -m pytest -q -m ""
 
-bench:              ## speed figures -> results/bench/
-	$(PYTHON) scripts/bench.py
+bench:              ## speed figures -> results/bench/ (python -m benchmarks report; python -m benchmarks --list: every benchmark)
+	$(PYTHON) -m benchmarks report
 
 reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel), figures and REPORT.md -> results/tables/
 	$(PYTHON) scripts/reproduce_tables.py --jobs $(JOBS)

@@ -292,6 +292,14 @@ def _floor_kernels():
     return ns["read_sum"], ns["copy"]
 
 
+def specialised(c: int, dt):
+    """The fused product kernel for c columns in dtype dt, as the fused CG takes it: the specialised kernel
+    (float32 with fused multiply-adds) where there is one for c, else the generic one."""
+    from lgcexp import kernels
+
+    return kernels.specialised_product(c, contract=np.dtype(dt) == np.float32) or kernels.shifted_product_dot
+
+
 def _tf_product(S, dt):
     """``V -> S @ V`` by TensorFlow's ``tf.sparse.sparse_dense_matmul`` in ``dt`` (a compiled tf.function),
     or None when TensorFlow is not importable."""
@@ -318,8 +326,6 @@ def cg_iteration(quick: bool) -> dict:
     from lgcexp import kernels
     from lgcexp.linalg import (
         NotConverged,
-        _product,
-        _row_chunks,
         block_cg,
         fused_shifted_cg,
         rcm_reordered,
@@ -359,7 +365,7 @@ def cg_iteration(quick: bool) -> dict:
     numpy_iter = iterations(lambda: block_cg(shifted_operator(S, 0.9), B, tol=0.0, maxiter=m))
     fused_iter = iterations(lambda: fused_shifted_cg(S, 0.9, B, tol=0.0, maxiter=m))
     fused32_iter = iterations(lambda: fused_shifted_cg(S32, 0.9, B32, tol=0.0, maxiter=m))
-    bounds = _row_chunks(S)
+    bounds = kernels.row_chunks(S.indptr)
     dots = np.zeros((bounds.size - 1, c))
     products = {}
     for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
@@ -369,7 +375,7 @@ def cg_iteration(quick: bool) -> dict:
         tf_fn = _tf_product(Sd, dt)
         if tf_fn is not None:
             products[f"tensorflow_{tag}"] = lambda f=tf_fn, V=V: f(V)
-        for kname, kern in (("fused_generic", kernels.shifted_product_dot), ("fused_specialised", _product(c, dt))):
+        for kname, kern in (("fused_generic", kernels.shifted_product_dot), ("fused_specialised", specialised(c, dt))):
             products[f"{kname}_{tag}"] = (lambda k=kern, Sd=Sd, V=V, AV=AV, na=na:
                                           k(Sd.indptr, Sd.indices, Sd.data, V, na, AV, bounds, dots))
     out = {"dataset": name, "n": n, "nnz_S": int(S.nnz), "columns": c,

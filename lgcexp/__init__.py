@@ -13,7 +13,7 @@ from .locations import register_resolver as _register_resolver
 
 try:
     _register_resolver()  # conf/paths/default.yaml reads the default data/cache directories through it
-except ImportError:  # no OmegaConf (e.g. a bare GPU box running scripts/bench_gpu.py): no configs to resolve
+except ImportError:  # no OmegaConf (e.g. a bare GPU box running benchmarks/gpu.py): no configs to resolve
     pass
 
 

@@ -7,7 +7,7 @@ unit norm, and signs fixed (the largest-magnitude entry of every column is posit
 not depend on the solver's random start.
 
 Solvers (``solver=``). Measured on MNIST (n = 70000, 15-NN union graph, 1.55M stored entries), p = 300,
-one BLAS thread on a shared 2-core machine (``scripts/bench_autod.py eig``):
+one BLAS thread on a shared 2-core machine (``python -m benchmarks autod eig``):
 
 - ``chebyshev`` (44-55 s, residual < 1e-13): ARPACK Lanczos on a degree-12 Chebyshev polynomial of S that
   maps the unwanted part of the spectrum into [-1, 1] and blows up the wanted end, so one Lanczos pass of

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Check that two renderings of the tables carry the same numbers: ``check_table_numbers.py OLD NEW``.
 
 For every ``.md``, ``.csv`` and ``.tex`` file in either directory it extracts the numbers (and the ✓/✗ marks)
@@ -17,6 +16,7 @@ Used to show that a change to ``lgcexp/tables.py`` changes no number, e.g.::
 """
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
@@ -54,11 +54,12 @@ def rows(path: Path) -> list[tuple[str, ...]]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__.splitlines()[0], file=sys.stderr)
-        return 2
-    old, new = (Path(a) for a in argv)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("old", type=Path, help="folder of the tables before (e.g. a copy of results/tables)")
+    ap.add_argument("new", type=Path, help="folder of the tables after")
+    a = ap.parse_args(argv)
+    old, new = a.old, a.new
     names = sorted({p.name for d in (old, new) for p in d.iterdir()
                     if p.suffix in (".md", ".csv", ".tex") and p.name not in NOT_TABLES})
     bad = n_rows = n_numbers = 0
@@ -85,4 +86,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

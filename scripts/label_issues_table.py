@@ -39,8 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]   # conf/ and results/ of this checkout
 
 from lgcexp.issues import cuts, frames, views  # noqa: E402
 from lgcexp.issues import judge as judging  # noqa: E402

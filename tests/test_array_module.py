@@ -1,7 +1,7 @@
 """The solvers' array-module plumbing (lgcexp.linalg, the P_LL blocks) run with a stand-in for CuPy: a module
 object that is not numpy but forwards to it, so every ``xp is not np`` branch (device copies of S, the
 certificate's constants, wide P_LL blocks, host transfers) runs on the CPU; results must equal numpy's. The
-GPU's own product kernel (lgcexp.linalg.sparse_product) needs a GPU: scripts/bench_gpu.py checks it."""
+GPU's own product kernel (lgcexp.linalg.sparse_product) needs a GPU: ``python -m benchmarks gpu`` checks it."""
 import types
 
 import numpy as np

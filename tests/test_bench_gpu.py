@@ -1,5 +1,6 @@
-"""scripts/bench_gpu.py runs in CPU-only mode without hydra, omegaconf, TensorFlow, faiss or filelock (the
-lent GPU machine has none of them): a subprocess with those imports blocked, on a small MNIST-shaped set."""
+"""The GPU benchmark (``python -m benchmarks gpu``) runs in CPU-only mode without hydra, omegaconf, TensorFlow,
+faiss or filelock (the lent GPU machine has none of them): a subprocess with those imports blocked, on a small
+MNIST-shaped set."""
 import json
 import subprocess
 import sys
@@ -20,8 +21,8 @@ class Block(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Block())
-sys.argv = ['bench_gpu.py'] + {argv!r}
-runpy.run_path({script!r}, run_name='__main__')
+sys.argv = ['benchmarks', 'gpu'] + {argv!r}
+runpy.run_module('benchmarks', run_name='__main__', alter_sys=True)
 """
 
 
@@ -41,7 +42,7 @@ def test_bench_gpu_cpu_only_without_optional_modules(tmp_path):
     argv = ["--data", str(data), "--out", str(out), "--device", "cpu", "--budget", "120",
             "--pll-labels", "60", "--pll-cpu-cols", "40", "--lgc-labels", "30", "--eig-p", "4",
             "--million", "1000", "--million-labels", "100", "--million-cpu-cols", "100", "--million-check", "300"]
-    code = RUNNER.format(blocked=BLOCKED, argv=argv, script=str(ROOT / "scripts" / "bench_gpu.py"))
+    code = RUNNER.format(blocked=BLOCKED, argv=argv)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False,
                           env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
                           timeout=300)
@@ -67,8 +68,8 @@ def test_bench_gpu_cpu_only_without_optional_modules(tmp_path):
     assert m["lgc_cpu_unlabelled_accuracy"] > 0.5 and m["pll_cpu_columns"] == 100
     # --finish: AutoL's Adam loop (TensorFlow, allowed here) on the saved P_LL, the flips judged
     fin = tmp_path / "fin"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu.py"), "--finish", str(out), "--out",
-                           str(fin)], capture_output=True, text=True, check=False, timeout=300,
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "gpu", "--finish", str(out), "--out",
+                           str(fin)], capture_output=True, text=True, check=False, timeout=300, cwd=ROOT,
                           env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     f = json.loads((fin / "gpu.json").read_text())["million"]
@@ -77,9 +78,9 @@ def test_bench_gpu_cpu_only_without_optional_modules(tmp_path):
 
 
 def _bench_module():
-    import runpy
+    import benchmarks.gpu
 
-    return runpy.run_path(str(ROOT / "scripts" / "bench_gpu.py"), run_name="bench_gpu")
+    return vars(benchmarks.gpu)
 
 
 def test_smallest_k_by_chunk_minima_equals_a_full_selection():

@@ -4,8 +4,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = [p for pattern in ("lgcexp/**/*.py", "tests/*.py", "scripts/*.py", "conf/**/*.yaml", "*.md", "docs/*.md",
-                           "Makefile", "pyproject.toml") for p in ROOT.glob(pattern)]
+FILES = [p for pattern in ("lgcexp/**/*.py", "tests/*.py", "scripts/*.py", "benchmarks/*.py", "conf/**/*.yaml", "*.md",
+                           "docs/*.md", "Makefile", "pyproject.toml") for p in ROOT.glob(pattern)]
 
 
 def _anchors() -> set[str]:

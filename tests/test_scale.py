@@ -1,7 +1,6 @@
 """Large-data paths: the approximate kNN graph in a PCA projection (with exact re-ranking), its recall in both
 spaces, the block-wise exact search of the recall check, the device choice (GPU when faiss sees one, never
 with device=cpu), and the InfiMNIST-style generator."""
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -182,11 +181,8 @@ def test_result_records_device_and_device_is_not_in_the_hash(tmp_path):
 
 
 def test_make_infimnist_prefix_property_and_labels(tmp_path):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_infimnist as mi
-    finally:
-        sys.path.pop(0)
+    from lgcexp.data import infimnist as mi
+
     rng = np.random.default_rng(0)
     base = (rng.random((mi.N_MNIST, 784)) * 255).astype(np.uint8)
     base[:, :100] = 0

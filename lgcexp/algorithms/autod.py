@@ -35,7 +35,7 @@ others, i.e. the "after correction" readout (with ``remove_diag=false`` it is th
 rows) and ``figure2.png``. ``unl_acc`` is the spectral prediction ``U diag(lt) U_L^T Y_L`` on the unlabelled
 rows (evaluation only). With p = 300 on MNIST it underestimates exact LGC at small x (73% vs 89% at x = 1,
 84% vs 94% at x = 6) and agrees within 1 point from x ~ 28 on, because a truncated basis cannot represent
-the local propagation of a small alpha (``scripts/bench_autod.py sweep --lgc-xs ...``).
+the local propagation of a small alpha (``python -m benchmarks autod sweep --lgc-xs ...``).
 """
 from __future__ import annotations
 

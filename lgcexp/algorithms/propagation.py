@@ -86,7 +86,7 @@ def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float3
 
 
 #: the same on a GPU (lgcexp.devices.solve_module): wide blocks fill it and read S fewer times (an H100, 1M
-#: points, 1000 labels: 15.7 s in blocks of 67 columns, 8.2 s in one; scripts/bench_gpu.py); at most 1 GiB
+#: points, 1000 labels: 15.7 s in blocks of 67 columns, 8.2 s in one; benchmarks/gpu.py); at most 1 GiB
 #: per array, and at most a tenth of the GPU's free memory: a block's CG holds about seven such arrays at
 #: once (E, X, R, P, T, the product, a column sum's temporary) besides what CuPy's pool keeps
 _GPU_BLOCK_BYTES = 1 << 30

@@ -212,11 +212,11 @@ class KnnApproxGraph(KnnGraph):
     ===============  =================================  ======================================================
 
     For a million MNIST-like images (scripts/make_infimnist.py), ``pca=64 refine=2 index=ivf nlist=4096
-    nprobe=16`` is what scripts/bench_scale.py runs; its recall in the original 784-d space and its costs
+    nprobe=16`` is what benchmarks/scale.py runs; its recall in the original 784-d space and its costs
     are in results/bench/scale.md (``nprobe=8`` gave 0.873 there).
 
     The defaults reach recall@k >= 0.95 on ISOLET (k=10) and MNIST (k=15) with either index (measured by
-    scripts/bench_graph.py: ISOLET hnsw 0.9996, ivf 0.993; MNIST hnsw 0.992, ivf 0.978).
+    benchmarks/knn_approx.py: ISOLET hnsw 0.9996, ivf 0.993; MNIST hnsw 0.992, ivf 0.978).
     """
 
     name = "knn_approx"
