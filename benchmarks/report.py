@@ -38,6 +38,28 @@ from benchmarks.common import OUT, data_dir, figure_rows, header, timed, timed_c
 SECTIONS = ("graph", "sklearn", "knn", "autol", "autod", "siis", "speed", "tables", "gpu")
 
 
+def semi_supervised(data, n_lab: int):
+    """(split, y, unlabelled mask): ``n_lab`` stratified labels of seed 0, no noise, as scikit-learn takes
+    them (y = -1 on the other points)."""
+    from lgcexp.labels import sample_and_corrupt
+
+    split = sample_and_corrupt(data.y, n_lab, 0.0, seed=0)
+    y = np.full(data.n, -1)
+    y[split.labeled] = split.y_observed
+    return split, y, y == -1
+
+
+def warm_up(data, k: int) -> None:
+    """Both estimators fitted on 500 points (lazy imports, faiss/BLAS threads), so no timing pays for it."""
+    from sklearn.semi_supervised import LabelSpreading
+
+    from lgcexp.sklearn import LGCClassifier
+
+    y_warm = np.where(np.arange(500) % 5 == 0, data.y[:500], -1)
+    LGCClassifier(n_neighbors=k).fit(data.X[:500], y_warm)
+    LabelSpreading(kernel="knn", n_neighbors=k).fit(data.X[:500], y_warm)
+
+
 def bench_graph(quick: bool) -> dict:
     """kNN graph + LGC on MNIST (digits with --quick), against the power method and scikit-learn."""
     from sklearn.semi_supervised import LabelSpreading
@@ -87,24 +109,18 @@ def bench_sklearn(quick: bool) -> dict:
     from lgcexp.algorithms.lgc import lgc_propagate
     from lgcexp.data import load_dataset
     from lgcexp.graph import Graph, build_affinity
-    from lgcexp.labels import sample_and_corrupt
     from lgcexp.sklearn import LGCClassifier
 
     name, k, n_lab = ("digits", 10, 100) if quick else ("mnist", 15, 100)
     data = load_dataset(name, data_dir=data_dir())
     X = data.X
-    split = sample_and_corrupt(data.y, n_lab, 0.0, seed=0)
-    y = np.full(data.n, -1)
-    y[split.labeled] = split.y_observed
-    unl = y == -1
+    split, y, unl = semi_supervised(data, n_lab)
     m_pred = min(10_000, data.n)
     rng = np.random.default_rng(0)
     X_new = X[rng.choice(data.n, m_pred, replace=False)] + rng.normal(0, 1, (m_pred, X.shape[1])).astype(X.dtype)
 
     # warm-up (lazy imports, faiss/BLAS threads) on a small slice, so neither timing below pays for it
-    y_warm = np.where(np.arange(500) % 5 == 0, data.y[:500], -1)
-    LGCClassifier(n_neighbors=k).fit(X[:500], y_warm)
-    LabelSpreading(kernel="knn", n_neighbors=k).fit(X[:500], y_warm)
+    warm_up(data, k)
 
     est = LGCClassifier(n_neighbors=k, alpha=0.9)
     _, t_est, c_est = timed_cpu(est.fit, X, y)
@@ -157,7 +173,6 @@ def bench_knn(quick: bool) -> dict:
     from lgcexp.graph import exact_search, sigma_mean_heuristic
     from lgcexp.graph.knn import use_selfjoin
     from lgcexp.graph.selfjoin import selfjoin_search
-    from lgcexp.labels import sample_and_corrupt
     from lgcexp.sklearn import LGCClassifier
 
     name, k, n_lab = ("digits", 10, 100) if quick else ("mnist", 15, 100)
@@ -187,13 +202,8 @@ def bench_knn(quick: bool) -> dict:
         "selfjoin_faiss_rows": stats["faiss_rows"],
     })
 
-    split = sample_and_corrupt(data.y, n_lab, 0.0, seed=0)
-    y = np.full(data.n, -1)
-    y[split.labeled] = split.y_observed
-    unl = y == -1
-    y_warm = np.where(np.arange(500) % 5 == 0, data.y[:500], -1)
-    LGCClassifier(n_neighbors=k).fit(X[:500], y_warm)
-    LabelSpreading(kernel="knn", n_neighbors=k).fit(X[:500], y_warm)
+    split, y, unl = semi_supervised(data, n_lab)
+    warm_up(data, k)
     est = LGCClassifier(n_neighbors=k, alpha=0.9)  # no cache_dir: cold, the graph is built in the fit
     _, t_est, c_est = timed_cpu(est.fit, X, y)
     ls = LabelSpreading(kernel="knn", n_neighbors=k, alpha=0.9)

@@ -1,6 +1,7 @@
 """benchmarks/ and scripts/ keep to their layout: no file edits ``sys.path`` or uses a private lgcexp name (an
 underscore name of lgcexp, imported or reached as an attribute), ``python -m benchmarks --list`` names every
-benchmark module, every benchmark imports and answers ``--help``, and every user script answers ``--help``."""
+benchmark module, every benchmark imports and answers ``--help``, every user script answers ``--help``, and the
+wheel holds every lgcexp package but not the benchmarks."""
 from __future__ import annotations
 
 import ast
@@ -104,3 +105,11 @@ def test_every_user_script_answers_help(path):
     proc = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("usage:")
+
+
+def test_the_wheel_holds_every_lgcexp_package_and_not_the_benchmarks():
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in ROOT.glob("lgcexp/**/__init__.py")}
+    assert on_disk <= listed, on_disk - listed
+    assert not any(name.split(".")[0] in ("benchmarks", "scripts") for name in listed)
