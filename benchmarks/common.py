@@ -127,6 +127,15 @@ def open_cache():
     return Cache(os.environ.get("LGCEXP_CACHE_DIR"))
 
 
+def compose(overrides: list[str]):
+    """The run configuration of ``lgcexp <overrides>`` (Hydra's compose on this checkout's conf/)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=list(overrides))
+
+
 def load_graph(dataset: str, download: bool = False):
     """(data, graph, cache): a data set and its paper graph (:data:`GRAPH`), the graph from / into the cache."""
     from lgcexp.data import load_dataset

@@ -22,21 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import OUT, ROOT
+from benchmarks.common import OUT, compose
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FEATURES = ("raw", "pca", "vae", "oof")
 
 
 def one_run(dataset: str, feature: str, seed: int, rate: float, extra: list[str]) -> dict:
-    from hydra import compose, initialize_config_dir
-
     from lgcexp.config import to_container
     from lgcexp.pipeline import run
 
     ov = [f"dataset={dataset}", f"features={feature}", f"seed={seed}", f"noise.rate={rate}", "progress=false", *extra]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        c = to_container(compose(config_name="config", overrides=ov))
+    c = to_container(compose(ov))
     c.pop("hydra", None)
     t0 = time.perf_counter()
     r = run(c)

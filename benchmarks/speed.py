@@ -78,7 +78,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import OUT, ROOT, best_of, figure_rows, open_cache, write_report
+from benchmarks.common import OUT, ROOT, best_of, compose, figure_rows, open_cache, write_report
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -206,16 +206,12 @@ def padded_widths(quick: bool) -> dict:
 
 def _graph_and_labels(dataset: str, seeds: tuple[int, ...] = (0,)):
     """(data, {seed: labelled split without noise}, graph from the cache)."""
-    from hydra import compose, initialize_config_dir
-
     from lgcexp.cache import Cache
     from lgcexp.config import plan
     from lgcexp.labels import sample_and_corrupt
     from lgcexp.pipeline import load
 
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"dataset={dataset}", "algo=lgc", "seed=0"])
-    p = plan(cfg)
+    p = plan(compose([f"dataset={dataset}", "algo=lgc", "seed=0"]))
     paths = p.config.get("paths") or {}
     data = load(p, paths)
     splits = {s: sample_and_corrupt(data.y, p.n_labels, seed=s, noise=p.noise) for s in seeds}
