@@ -75,6 +75,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -378,8 +379,7 @@ def cg_iteration(quick: bool) -> dict:
            "bytes_S": int(S.data.nbytes + S.indices.nbytes + S.indptr.nbytes), "bytes_block": int(n * c * 8),
            "bytes_S_f32": int(S32.data.nbytes + S32.indices.nbytes + S32.indptr.nbytes),
            "kernel_threads": kernels.kernel_threads(), "numba_threading_layer": None}
-    env_before = os.environ.get("OMP_NUM_THREADS")
-    try:
+    with mock.patch.dict(os.environ):           # OMP_NUM_THREADS as it was again after the loop
         for threads in sorted({1, kernels.kernel_threads()}):
             os.environ["OMP_NUM_THREADS"] = str(threads)
             numba.set_num_threads(threads)
@@ -413,11 +413,6 @@ def cg_iteration(quick: bool) -> dict:
                     key = pname if pname.startswith(("scipy", "tensorflow")) else f"{pname}_{tag}"
                     out[f"product_{key}_ms"] = 1e3 * t_p
                     out[f"product_{key}_cpu_ms"] = 1e3 * c_p
-    finally:
-        if env_before is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = env_before
     out["numba_threading_layer"] = numba.threading_layer()
     numpy_iter()
     _, t_np, c_np = best_of(numpy_iter, 5)
@@ -465,8 +460,6 @@ def cg_iteration(quick: bool) -> dict:
 
 
 def pll(quick: bool) -> dict:
-    from unittest import mock
-
     from lgcexp import linalg
     from lgcexp.algorithms.auto import alpha_of_x
     from lgcexp.algorithms.propagation import propagation_submatrices, propagation_submatrix
@@ -475,9 +468,7 @@ def pll(quick: bool) -> dict:
     labeled = splits[0].labeled
     alphas = alpha_of_x(np.array([2.0, 4.0, 8.0, 16.0]))
     out: dict = {"n": g.n, "labels": int(labeled.size), "alphas": len(alphas)}
-    threads = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"
-    try:
+    with mock.patch.dict(os.environ, {"OMP_NUM_THREADS": "1"}):
         results = {}
         for path in ("plain", "fused"):
             with mock.patch.object(linalg, "FUSED_MIN_ENTRIES", 1 if path == "fused" else 1 << 62):
@@ -491,11 +482,6 @@ def pll(quick: bool) -> dict:
                 out[f"multishift_{path}_iterations"] = st["iterations"]
                 results[path] = (P, Ps)
         out.update(_shared_set(g, labeled, alphas))
-    finally:
-        if threads is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = threads
     (P0, Ps0), (P1, Ps1) = results["plain"], results["fused"]
     out["one_alpha_max_rel_diff"] = float(np.abs(P0 - P1).max() / np.abs(P0).max())
     out["multishift_max_rel_diff"] = float(max(np.abs(a - b).max() / np.abs(a).max() for a, b in zip(Ps0, Ps1)))
@@ -522,8 +508,6 @@ def _shared_set(g, labeled, grid) -> dict:
 
     (P9, PA, Ps), w_sep, c_sep = best_of(separate, 2)
     (Pu, _), w_sh, c_sh = best_of(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6, dtype="float32"), 2)
-    from unittest import mock
-
     from lgcexp import linalg
 
     with mock.patch.object(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62):  # the shifted updates by numpy
