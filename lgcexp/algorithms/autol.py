@@ -382,7 +382,7 @@ def _width_padding(width: int) -> tuple[int, int]:
     columns: the argument of :func:`_narrowed_layout` read the other way (zero columns in whole blocks add
     exact zeros, the tail keeps its grouping). Tested, not only argued (the narrowed step shows that XLA's
     fusion can break such arguments): the same bits for class widths 17 to 73 with and without a tail
-    (tests/test_autol.py, bench_speed.py's 14 widths) and the same recorded results on the tables' 640 runs."""
+    (tests/test_autol.py, benchmarks/speed.py's 14 widths) and the same recorded results on the tables' 640 runs."""
     tail = width % _COMPACT_BLOCK
     head = width - tail
     return head, _round_up(head, _WIDTH_QUANTUM) - head
