@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in known:
         print(f"python -m benchmarks: no benchmark {name!r}; choose one of {', '.join(known)}", file=sys.stderr)
         return 2
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")   # TensorFlow's start-up lines, for every benchmark
     sys.argv = [f"python -m benchmarks {name}", *rest]    # argparse's prog in each benchmark's usage line
     code = importlib.import_module(f"benchmarks.{name}").main(rest)
     return int(code or 0)

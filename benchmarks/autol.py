@@ -29,7 +29,6 @@ import numpy as np
 
 from benchmarks.common import LABELS, OUT, Clock, figure_rows, header, load_graph, write_report
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 STEPS = 5000
 
 

@@ -24,7 +24,6 @@ import numpy as np
 
 from benchmarks.common import OUT, compose
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FEATURES = ("raw", "pca", "vae", "oof")
 
 

@@ -26,8 +26,6 @@ import numpy as np
 
 from benchmarks.common import OUT, ROOT, open_cache
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 
 def mnist_graph():
     """The raw-pixel MNIST graph of the first measurements (keyed by the pixels' fingerprint)."""

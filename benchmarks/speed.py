@@ -81,8 +81,6 @@ import numpy as np
 
 from benchmarks.common import OUT, ROOT, best_of, compose, figure_rows, open_cache, write_report
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 
 def _wall(cmd: list[str], env: dict | None = None) -> float:
     t0 = time.perf_counter()

@@ -83,6 +83,11 @@ def test_list_names_every_benchmark_module():
     assert all(len(line.split(maxsplit=1)) == 2 for line in proc.stdout.splitlines())   # each with its summary
 
 
+def test_make_bench_runs_the_runner():
+    recipe = (ROOT / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    assert "$(PYTHON) -m benchmarks report" in recipe
+
+
 def test_an_unknown_benchmark_is_refused_in_one_line():
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "no_such"], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
