@@ -23,6 +23,7 @@ ALGORITHMS = Registry("algo", {
     "poisson": "lgcexp.algorithms.poisson:Poisson",
     "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
     "poissonL": "lgcexp.algorithms.poissonl:PoissonL",
+    "meanshift": "lgcexp.algorithms.meanshift:MeanShiftLaplace",
 })
 
 
