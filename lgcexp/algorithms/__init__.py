@@ -24,6 +24,7 @@ ALGORITHMS = Registry("algo", {
     "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
     "poissonL": "lgcexp.algorithms.poissonl:PoissonL",
     "meanshift": "lgcexp.algorithms.meanshift:MeanShiftLaplace",
+    "cutssl": "lgcexp.algorithms.cutssl:CutSSL",
 })
 
 

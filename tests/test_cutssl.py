@@ -1,0 +1,105 @@
+"""CutSSL: the ADMM's X step against a dense KKT solve, its fixed point against the relaxation's optimality
+(KKT) conditions checked densely on a small graph (convex stage s = 0 and the nonconvex s > 0), the constraints
+(cardinality, simplex, non-negativity), determinism and the stage lengths' check."""
+import numpy as np
+import pytest
+from conftest import random_graph
+
+from lgcexp.algorithms import make_algorithm
+from lgcexp.algorithms.cutssl import affine_x_step
+from lgcexp.errors import UserError
+
+LAB = np.array([3, 17, 29, 41, 55, 8])
+YL = np.array([0, 1, 2, 1, 0, 2])
+
+
+def _blocks(g, labeled, y_l, c, s=0.0):
+    W = g.W.toarray()
+    n = W.shape[0]
+    d = W.sum(1)
+    unl = np.setdiff1d(np.arange(n), labeled)
+    A = np.diag(d[unl] * (1 - s)) - W[np.ix_(unl, unl)]
+    B = W[np.ix_(unl, labeled)] @ np.eye(c)[y_l]
+    m = n / c - np.bincount(y_l, minlength=c)
+    return A, B, m, unl
+
+
+def _kkt_violation(A, B, m, X):
+    """Largest violation of the KKT conditions of min 1/2 tr(X^T A X) - tr(B^T X) s.t. X 1 = 1, X^T 1 = m,
+    X >= 0 at X: primal feasibility, and G + 1 mu1^T + mu2 1^T = K with K = 0 where X > 0 and K >= 0 where
+    X = 0 (G the gradient; the multipliers by least squares on the positive entries)."""
+    M, c = X.shape
+    G = A @ X - B
+    free = X > 1e-7
+    rows, cols = np.nonzero(free)
+    E = np.zeros((rows.size, c + M))
+    E[np.arange(rows.size), cols] = 1.0
+    E[np.arange(rows.size), c + rows] = 1.0
+    mu = np.linalg.lstsq(E, -G[free], rcond=None)[0]
+    K = G + mu[:c][None, :] + mu[c:][:, None]
+    return max(np.abs(X.sum(1) - 1).max(), np.abs(X.sum(0) - m).max(), -X.min(), np.abs(K[free]).max(),
+               -K[~free].min(initial=0.0))
+
+
+def test_x_step_against_dense_kkt_solve():
+    g, _ = random_graph(60, 4, seed=5)
+    A, B, m, unl = _blocks(g, LAB, YL, 3, s=0.1)
+    M = unl.size
+    H = A + 1.0 * np.eye(M)
+    R = np.random.default_rng(0).normal(size=(M, 3))
+    X, _ = affine_x_step(lambda rhs, X0=None: (np.linalg.solve(H, rhs), 1), R, np.linalg.solve(H, np.ones(M)),
+                         H @ np.ones(M), m)
+    # the KKT system of the equality-constrained quadratic, vec(X) column by column
+    K = np.kron(np.eye(3), H)
+    C = np.vstack([np.kron(np.ones((1, 3)), np.eye(M)), np.kron(np.eye(3), np.ones((1, M)))])
+    kkt = np.block([[K, C.T], [C, np.zeros((C.shape[0], C.shape[0]))]])
+    sol = np.linalg.lstsq(kkt, np.concatenate([R.T.ravel(), np.ones(M), m]), rcond=None)[0]
+    assert np.allclose(X, sol[:3 * M].reshape(3, M).T, atol=1e-10)
+    assert np.allclose(X.sum(1), 1, atol=1e-12) and np.allclose(X.sum(0), m, atol=1e-10)
+
+
+@pytest.mark.parametrize("s", [0.0, 0.1])
+def test_admm_fixed_point_satisfies_the_kkt_conditions(s):
+    g, _ = random_graph(60, 4, seed=5)
+    A, B, m, unl = _blocks(g, LAB, YL, 3, s=s)
+    algo = make_algorithm("cutssl", {"s": [0.0, s] if s else [0.0], "iterations": [300, 3000] if s else [3000],
+                                     "tol": 1e-12}).fit(g, LAB, YL, 3)
+    Y = algo.scores_[unl]
+    assert algo.info_["admm_residual"] < 1e-8
+    assert _kkt_violation(A, B, m, Y) < 1e-6
+    # a feasible point that is not stationary is caught: mass moved around a cycle of two rows and two classes
+    bad = Y.copy()
+    i = int(np.argmax(Y[:, 1]))
+    j = int(np.argmax(Y[:, 0]))
+    bad[i, [0, 1]] += [0.05, -0.05]
+    bad[j, [0, 1]] += [-0.05, 0.05]
+    assert bad.min() >= 0 and np.allclose(bad.sum(1), 1) and np.allclose(bad.sum(0), Y.sum(0))
+    assert _kkt_violation(A, B, m, bad) > 1e-3
+
+
+def test_defaults_keep_the_constraints_and_labels():
+    g, _ = random_graph(60, 4, seed=5)
+    algo = make_algorithm("cutssl").fit(g, LAB, YL, 3)
+    unl = np.setdiff1d(np.arange(60), LAB)
+    Y = algo.scores_[unl]
+    assert Y.min() >= 0
+    assert np.allclose(Y.sum(1), 1, atol=1e-5)
+    assert np.allclose(Y.sum(0), 20 - np.bincount(YL), atol=1e-5)      # n b_j minus the labels of class j
+    assert np.array_equal(algo.scores_[LAB], np.eye(3)[YL])
+    assert algo.info_["solver_iterations"] == 500
+    # priors given as a list: the class sizes follow them
+    pri = make_algorithm("cutssl", {"priors": [0.5, 0.25, 0.25]}).fit(g, LAB, YL, 3)
+    assert np.allclose(pri.scores_[unl].sum(0), 60 * np.array([0.5, 0.25, 0.25]) - np.bincount(YL), atol=1e-5)
+
+
+def test_cutssl_is_deterministic():
+    g, _ = random_graph(50, 4, seed=2)
+    lab, y = np.array([0, 12, 25, 37]), np.array([0, 1, 0, 1])
+    a = make_algorithm("cutssl").fit(g, lab, y, 2).scores_
+    b = make_algorithm("cutssl").fit(g, lab, y, 2).scores_
+    assert np.array_equal(a, b)
+
+
+def test_stage_lengths_must_agree():
+    with pytest.raises(UserError, match=r"^algo.params.iterations=\[100\] is not allowed: .*algo.params.s"):
+        make_algorithm("cutssl", {"s": [0.0, 0.1], "iterations": [100]})
