@@ -103,3 +103,27 @@ def test_cutssl_is_deterministic():
 def test_stage_lengths_must_agree():
     with pytest.raises(UserError, match=r"^algo.params.iterations=\[100\] is not allowed: .*algo.params.s"):
         make_algorithm("cutssl", {"s": [0.0, 0.1], "iterations": [100]})
+
+
+def test_the_authors_alternating_multiplier_updates_reach_the_same_point():
+    """The authors' code updates mu1 (cardinality) and then mu2 (rows) once per ADMM step instead of solving the
+    X step exactly; on the convex stage (s = 0) both must end at the relaxation's unique minimiser. Their
+    variant written densely here from its equations (rho = 1, mu2 carried from step to step)."""
+    g, _ = random_graph(60, 4, seed=5)
+    A, B, m, unl = _blocks(g, LAB, YL, 3)
+    M, c = unl.size, 3
+    H = A + np.eye(M)
+    Hinv = np.linalg.inv(H)
+    g1 = Hinv @ np.ones(M)
+    X = np.full((M, c), 1.0 / c)
+    Y, Lam, mu2 = X.copy(), np.zeros_like(X), np.zeros(M)
+    for _ in range(6000):
+        R = B + Y - Lam
+        mu1 = ((R - np.outer(mu2, np.ones(c))).T @ g1 - m) / g1.sum()
+        mu2 = ((R - np.outer(np.ones(M), mu1)) @ np.ones(c) - H @ np.ones(M)) / c
+        X = Hinv @ (R - np.outer(np.ones(M), mu1) - np.outer(mu2, np.ones(c)))
+        Y = np.maximum(X + Lam, 0)
+        Lam += X - Y
+    ours = make_algorithm("cutssl", {"s": [0.0], "iterations": [3000], "tol": 1e-12}).fit(g, LAB, YL, 3)
+    assert _kkt_violation(A, B, m, Y) < 1e-6
+    assert np.allclose(ours.scores_[unl], Y, atol=1e-5)
