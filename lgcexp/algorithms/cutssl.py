@@ -64,7 +64,8 @@ def affine_x_step(solve, R: np.ndarray, g: np.ndarray, h: np.ndarray, m: np.ndar
 
 class CutSSL(GraphSSLAlgorithm):
     """CutSSL (module docstring). Parameters: ``s`` and ``iterations`` (the stages: perturbation and ADMM
-    steps of each), ``rho`` (ADMM penalty), ``priors`` (class sizes), ``tol``/``maxiter`` (each CG solve)."""
+    steps of each), ``rho`` (ADMM penalty), ``priors`` (class sizes), ``tol``/``maxiter`` (each CG solve).
+    After ``fit``, ``X_`` holds the last X iterate (unlabelled rows in index order; ``scores_`` has Y)."""
 
     name = "cutssl"
     _parameter_constraints = {
