@@ -8,18 +8,21 @@ c) run in :func:`check_against_data`, right after loading and still before the g
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from .devices import DEVICES
 from .errors import UserError
+from .issues.loo import DENSE_METHODS, dense_refusal
 from .labels import LABELS_PARAMETERS, check_label_count, label_protocol
 from .params import (
     Array,
@@ -34,6 +37,8 @@ from .params import (
     unit_open,
 )
 from .priors import CLASS_PRIORS_PARAMETERS, check_priors
+
+log = logging.getLogger("lgcexp")
 
 #: keys that change where files go or what is shown, not the numbers: left out of the config hash
 NON_SEMANTIC_KEYS = ("paths", "force", "progress", "plot", "suggested", "device")
@@ -112,6 +117,14 @@ class RunPlan:
     loss: str | None     # the loss the run used (methods that take one), else None
     detect: Any = None   # lgcexp.issues.options.DetectOptions (label issues of methods that judge labels)
     features: Any = None  # lgcexp.features.FeatureMap (the representation the graph is built on; raw by default)
+    #: what this run was warned about (logged, and recorded as ``warnings`` in result.json): :meth:`warn`
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        """Log a WARNING and keep it for the run's record."""
+        log.warning("%s", message)
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     @property
     def n_eigenpairs(self) -> int:
@@ -209,23 +222,37 @@ def _features(section: Any) -> Any:
 
 
 def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = False,
-                       n_features: int | None = None, n_given: int | None = None) -> None:
+                       n_features: int | None = None, n_given: int | None = None, y: Any = None,
+                       y_given: Any = None) -> None:
     """Checks that need the data size, run right after loading (before the graph is built).
-    ``given_labels``: the data carries its own labelled set (a diagnosis run, ``n_given`` labels), so
-    ``labels.n`` is not used; ``n_features``: the data's dimension (``features.*`` checks)."""
+    ``given_labels``: the data carries its own labelled set (a diagnosis run, ``n_given`` labels, their classes
+    ``y_given``), so ``labels.n`` is not used; ``n_features``: the data's dimension (``features.*`` checks);
+    ``y``: every point's label (a sampled run's labelled set is then drawn here and checked:
+    :func:`check_labelled_set`)."""
     from .spectral import check_eig_params
 
-    if not given_labels and not label_protocol(p.config):
-        check_label_count(p.n_labels, n, n_classes)
+    if not given_labels:
+        if not label_protocol(p.config):
+            check_label_count(p.n_labels, n, n_classes)
         p.noise.check_data(n, n_classes)
-        from .issues.loo import DENSE_METHODS, dense_refusal
+    y_lab = None
+    if given_labels and y_given is not None:
+        y_lab = np.asarray(y_given, dtype=np.int64)
+    elif not given_labels and y is not None:
+        from .labels import choose_labeled
 
-        why = dense_refusal(p.algorithm.name, p.n_labels, "algo") if p.algorithm.name in DENSE_METHODS else None
+        y = np.asarray(y, dtype=np.int64)
+        y_lab = y[choose_labeled(y, p.n_labels, p.seed, p.config.get("labels"))]
+    n_lab = n_given if given_labels else p.n_labels
+    if y_lab is not None:
+        n_lab = int(y_lab.size)
+        check_labelled_set(p, y_lab, n_classes, given_labels, n_features)
+    elif n_lab is not None and p.algorithm.name in DENSE_METHODS:  # the memory rule without the labels at hand
+        why = dense_refusal(p.algorithm.name, int(n_lab), "algo")
         if why:
             raise UserError(why)
     if p.features is not None:
         p.features.check_data(n, n_classes, n_features=n_features)
-        n_lab = n_given if given_labels else p.n_labels
         if p.features.uses_labels and n_lab is not None:
             p.features.check_labels(int(n_lab))
     p.graph.check_data(n, n_classes)
@@ -233,6 +260,85 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     check_priors(p.config.get("class_priors"), n_classes)
     if p.n_eigenpairs:
         check_eig_params(p.n_eigenpairs, n, p.eig.get("solver", "auto"), p.eig.get("tol", 1e-8))
+
+
+#: methods whose leave-one-out drops a label it cannot confirm: a class's only label (AutoL's weights)
+DROPS_LONE_LABELS = ("autoL", "auto")
+
+
+def _labels_key(p: RunPlan, given: bool) -> str:
+    """How the user chose the labelled set, as typed (for messages)."""
+    lab = p.config.get("labels") or {}
+    if given:
+        return f"algo={p.algorithm.name}"
+    for k in ("sets", "per_class", "n"):
+        if lab.get(k) is not None:
+            return f"labels.{k}={fmt_value(lab[k])}"
+    return "labels"
+
+
+def judges_labels(algorithm: Any) -> bool:
+    """Does the method judge its labels (label_issues.csv, the detect options)?"""
+    from .algorithms.base import GraphSSLAlgorithm
+
+    return type(algorithm).label_judgement is not GraphSSLAlgorithm.label_judgement
+
+
+def _check_folds(p: RunPlan, key: str, folds: int, counts: np.ndarray, what: str) -> None:
+    """Out-of-fold models on the labelled points (:func:`lgcexp.issues.out_of_fold.fold_splits`): more folds
+    than labels is refused (they would be cut to one per label); more than a class's labels makes the folds
+    plain k-fold instead of stratified: a warning."""
+    l = int(counts.sum())
+    if folds > l:
+        raise UserError(f"{key}={folds} is not allowed for this run: it has {l} labelled points, and {what} "
+                        f"needs at most one fold per label (at most {key}={l}; more labels per class keep the folds "
+                        "stratified)")
+    present = counts[counts > 0]
+    if present.size and folds > present.min():
+        c = int(np.flatnonzero(counts == present.min())[0])
+        p.warn(f"{key}={folds}: class {c} has only {int(present.min())} labelled point(s), so the folds of {what} "
+               "are plain k-fold, not stratified by class")
+
+
+def check_labelled_set(p: RunPlan, y_lab: np.ndarray, n_classes: int, given: bool,
+                       n_features: int | None = None) -> None:
+    """The checks that need the labelled set (its size and classes), for every way of choosing it
+    (``labels.n``, ``labels.per_class``, ``labels.sets``, the data's own labels), before any heavy work: the
+    memory rule of the dense leave-one-out (:func:`lgcexp.issues.loo.dense_refusal`), lone labels of a method
+    that drops them, and the folds and PCA of the out-of-fold models (``detect.folds``, ``noise.folds``,
+    ``noise.pca``). Refusals raise UserError; legitimate runs that will not do what the option says warn
+    (:meth:`RunPlan.warn`)."""
+    name = p.algorithm.name
+    l = int(y_lab.size)
+    key = _labels_key(p, given)
+    if name in DENSE_METHODS:
+        why = dense_refusal(name, l, "algo")
+        if why:
+            raise UserError(why if given or key.startswith("labels.n=") else f"{key}: {why}")
+    counts = np.bincount(y_lab, minlength=n_classes)
+    if name in DROPS_LONE_LABELS and (counts[counts > 0] == 1).all():
+        raise UserError(f"{key} is not allowed with algo={name}: every class has a single label, and its "
+                        "leave-one-out cannot confirm a label that is its class's only one (it drops them all and "
+                        "predicts at chance); give at least 2 labels per class")
+    if (counts == 1).any():
+        lone = np.flatnonzero(counts == 1)
+        shown = ", ".join(str(int(c)) for c in lone[:5]) + (", ..." if lone.size > 5 else "")
+        if name in DROPS_LONE_LABELS:
+            p.warn(f"class(es) {shown} have a single labelled point: algo={name}'s leave-one-out cannot confirm "
+                   "such a label and drops it, so those classes are predicted only where other evidence reaches")
+        elif given:
+            p.warn(f"class(es) {shown} have a single labelled point: leave-one-out methods (autoL, auto) cannot "
+                   "confirm such a label, and drop it")
+    if judges_labels(p.algorithm) and p.detect is not None and p.detect.features:
+        _check_folds(p, "detect.folds", int(p.detect.folds), counts, "the label-issue feature view")
+    if not given and p.noise.rate_ and hasattr(p.noise, "folds"):
+        _check_folds(p, "noise.folds", int(p.noise.folds), counts, f"noise={p.noise.name}'s classifier")
+        pca = int(getattr(p.noise, "pca", 0) or 0)
+        if pca and n_features is not None and pca >= n_features:
+            p.warn(f"noise.pca={pca}: the data has {n_features} features, so there is no projection (the "
+                   "standardised features are used as they are)")
+        elif pca and pca > l - 1:
+            p.warn(f"noise.pca={pca}: the PCA is fitted on the {l} labelled points, so it keeps {l - 1} axes")
 
 
 def validate(cfg: Any) -> RunPlan:

@@ -80,43 +80,123 @@ def sample_per_class(y: np.ndarray, k: int, seed: int) -> np.ndarray:
                                    for c in range(counts.size)]))
 
 
-def read_label_set(path: str, seed: int, n: int) -> np.ndarray:
-    """Row ``seed`` of the label-set file (module docstring), checked: distinct indices in 0..n-1."""
-    import os
+#: arrays :func:`write_label_sets` adds beside the rows, so a file is not applied to another data set: the
+#: number of points and a digest of their labels (:func:`labels_digest`)
+SETS_N, SETS_DIGEST = "n_points", "labels_sha256"
+_SETS_META = (SETS_N, SETS_DIGEST, "seeds")
 
+
+def labels_digest(y: np.ndarray) -> str:
+    """sha256 hex of the labels of every point (as int64): which data set a label-set file belongs to."""
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(y, dtype=np.int64)).tobytes()).hexdigest()
+
+
+def _load_rows(path: str) -> tuple[np.ndarray, str, dict[str, Any]]:
+    """(rows, array name, metadata) of a label-set file: an ``.npz`` (array ``indices``, or its only array) or
+    an ``.npy`` of rows; one-line UserErrors for a missing file, a directory, or a file of another kind."""
+    import os
+    import zipfile
+
+    key = f"labels.sets={path}"
     where = os.path.expanduser(str(path))
+    if os.path.isdir(where):
+        raise UserError(f"{key} is not allowed: it is a directory, not a file")
+    if not os.path.isfile(where):
+        raise UserError(f"{key} is not allowed: no such file ({os.path.abspath(where)})")
     try:
+        with open(where, "rb") as fh:
+            head = fh.read(6)
+    except OSError as exc:
+        raise UserError(f"{key} is not allowed: cannot read it ({exc.strerror or exc})") from None
+    meta: dict[str, Any] = {}
+    try:
+        if head == b"\x93NUMPY":  # an .npy: the rows themselves
+            return np.load(where, allow_pickle=False), "the array", meta
+        if not zipfile.is_zipfile(where):
+            raise UserError(f"{key} is not allowed: it is not an .npz or .npy file (write one with "
+                            f"scripts/label_sets.py, or np.savez(path, {SETS_ARRAY}=rows))")
         with np.load(where, allow_pickle=False) as f:
-            names = list(f.files)
-            name = SETS_ARRAY if SETS_ARRAY in names else (names[0] if len(names) == 1 else None)
-            if name is None:
-                raise UserError(f"labels.sets={path} is not allowed: the file needs an array '{SETS_ARRAY}' "
-                                f"(it has {', '.join(names) or 'none'})")
+            names = [x for x in f.files if x not in _SETS_META] if SETS_ARRAY not in f.files else [SETS_ARRAY]
+            if len(names) != 1:
+                raise UserError(f"{key} is not allowed: the file needs an array '{SETS_ARRAY}' "
+                                f"(it has {', '.join(f.files) or 'none'})")
+            name = names[0]
             rows = np.asarray(f[name])
-    except (OSError, ValueError) as exc:
-        raise UserError(f"labels.sets={path} is not allowed: cannot read it as an .npz ({exc})") from None
+            for m in (SETS_N, SETS_DIGEST):
+                if m in f.files:
+                    meta[m] = f[m].item()
+    except UserError:
+        raise
+    except ValueError as exc:
+        why = ("it holds pickled objects, which are never loaded; save the rows as an integer array"
+               if "pickle" in str(exc) else f"cannot read it ({str(exc).splitlines()[0] if str(exc) else exc})")
+        raise UserError(f"{key} is not allowed: {why}") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise UserError(f"{key} is not allowed: cannot read it ({exc})") from None
+    return rows, f"'{name}'", meta
+
+
+def read_label_set(path: str, seed: int, n: int, y: np.ndarray | None = None) -> np.ndarray:
+    """Row ``seed`` of the label-set file (module docstring), checked: a non-empty row of distinct indices in
+    0..n-1, from a file written for this data set (when it says which: :func:`write_label_sets`); with the
+    points' labels ``y``, a row that labels every class."""
+    rows, name, meta = _load_rows(path)
+    key = f"labels.sets={path}"
     if rows.ndim != 2 or not np.issubdtype(rows.dtype, np.integer):
-        raise UserError(f"labels.sets={path} is not allowed: '{name}' must be a 2-D integer array (one row per trial)")
+        raise UserError(f"{key} is not allowed: {name} must be a 2-D integer array (one row per trial), "
+                        f"not {rows.dtype} of shape {rows.shape}")
+    if rows.shape[1] == 0:
+        raise UserError(f"{key} is not allowed: its rows are empty ({rows.shape[0]} rows of 0 indices)")
+    if SETS_N in meta and int(meta[SETS_N]) != n:
+        raise UserError(f"{key} is not allowed: it was written for a data set of {int(meta[SETS_N])} points, "
+                        f"and this one has {n}")
+    if y is not None and SETS_DIGEST in meta and str(meta[SETS_DIGEST]) != labels_digest(y):
+        raise UserError(f"{key} is not allowed: it was written for another data set of {n} points (their "
+                        "labels differ from this one's)")
     if seed >= rows.shape[0]:
-        raise UserError(f"seed={seed} is not allowed with labels.sets={path}: the file has {rows.shape[0]} rows "
+        raise UserError(f"seed={seed} is not allowed with {key}: the file has {rows.shape[0]} rows "
                         f"(seeds 0..{rows.shape[0] - 1})")
     row = rows[seed].astype(np.int64)
     if row.min() < 0 or row.max() >= n or np.unique(row).size != row.size:
-        raise UserError(f"labels.sets={path} is not allowed: row {seed} must hold distinct indices in 0..{n - 1}")
+        raise UserError(f"{key} is not allowed: row {seed} must hold distinct indices in 0..{n - 1}")
+    if y is not None:
+        y = np.asarray(y, dtype=np.int64)
+        counts = np.bincount(y[row], minlength=int(y.max()) + 1)
+        if (counts == 0).any():
+            missing = np.flatnonzero(counts == 0)
+            shown = ", ".join(str(int(c)) for c in missing[:10]) + (", ..." if missing.size > 10 else "")
+            raise UserError(f"{key} is not allowed: row {seed} labels {int((counts > 0).sum())} of {counts.size} "
+                            f"classes (none of class {shown}); every class needs a labelled point, since a "
+                            "method cannot predict a class it has never seen")
     return np.sort(row)
+
+
+def choose_labeled(y: np.ndarray, n_labels: int | None, seed: int, labels: dict[str, Any] | None = None) -> np.ndarray:
+    """The labelled points of a sampled run (ascending): ``labels.sets``, else ``labels.per_class``, else a
+    stratified ``n_labels`` (module docstring)."""
+    lab = labels or {}
+    if lab.get("sets") is not None:
+        return read_label_set(lab["sets"], seed, y.size, y)
+    if lab.get("per_class") is not None:
+        return sample_per_class(y, int(lab["per_class"]), seed)
+    return sample_labeled(y, n_labels, seed)
 
 
 def write_label_sets(path: str, y: np.ndarray, seeds, *, per_class: int | None = None,
                      n_labels: int | None = None) -> np.ndarray:
     """Write lgcexp's labelled sets for ``seeds`` (rows in that order; ``per_class`` or ``n_labels``) to an .npz
-    that ``labels.sets=`` reads back; returns the rows."""
+    that ``labels.sets=`` reads back; returns the rows. The file also records the number of points and a
+    digest of their labels, so it is refused on another data set."""
     seeds = list(seeds)
     if per_class is not None:
         rows = [sample_per_class(y, per_class, s) for s in seeds]
     else:
         rows = [sample_labeled(y, int(n_labels), s) for s in seeds]
     arr = np.stack(rows).astype(np.int64)
-    np.savez(path, **{SETS_ARRAY: arr, "seeds": np.asarray(seeds, dtype=np.int64)})
+    np.savez(path, **{SETS_ARRAY: arr, "seeds": np.asarray(seeds, dtype=np.int64),
+                      SETS_N: np.int64(np.asarray(y).size), SETS_DIGEST: np.str_(labels_digest(y))})
     return arr
 
 
@@ -171,13 +251,7 @@ def sample_and_corrupt(y: np.ndarray, n_labels: int | None, rate: float = 0.0, s
         from .noise.uniform import UniformNoise
 
         noise = UniformNoise(rate)
-    lab = labels or {}
-    if lab.get("sets") is not None:
-        labeled = read_label_set(lab["sets"], seed, y.size)
-    elif lab.get("per_class") is not None:
-        labeled = sample_per_class(y, int(lab["per_class"]), seed)
-    else:
-        labeled = sample_labeled(y, n_labels, seed)
+    labeled = choose_labeled(y, n_labels, seed, labels)
     y_clean = y[labeled].astype(np.int64)
     Xl = None
     if getattr(noise, "needs_features", False):

@@ -70,6 +70,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                               "cache_hit": feats.cache_hit, "params": p.features.get_params(), **feats.info}
     if data.has_given_labels:
         result.update(diagnosis.record_fields(p, data, split))
+    if p.warnings:  # what the run was warned about (lgcexp.config.check_labelled_set)
+        result["warnings"] = list(p.warnings)
     if out_dir is not None:
         writer = diagnosis.write_outputs if data.has_given_labels else write_outputs
         writer(p, Path(out_dir), result, data, split, issues=issues, features=X, graph=graph)
@@ -80,7 +82,8 @@ def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
     """Stage 1, plus every check that needs the data size (still before any heavy work)."""
     data = p.source.load(data_dir=paths.get("data_dir"), download=bool(paths.get("download", True)))
     check_against_data(p, data.n, data.n_classes, given_labels=data.has_given_labels, n_features=data.X.shape[1],
-                       n_given=None if data.labeled is None else int(data.labeled.size))
+                       n_given=None if data.labeled is None else int(data.labeled.size), y=data.y,
+                       y_given=data.y_observed)
     log.info("loaded %s: n=%d, d=%d, %d classes", data.name, data.n, data.X.shape[1], data.n_classes)
     return data
 

@@ -42,8 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UserError
 from ..graph import Graph
-from ..params import Boolean, Interval, Options, positive
+from ..params import Boolean, Interval, Options, fmt_value, positive
 from .autol import DTYPES, LOG_EPS, LOSSES, LooModel, optimize_weights
 from .base import GraphSSLAlgorithm, one_hot
 from .poisson import mixing_steps, poisson_iterate, poisson_sources
@@ -147,6 +148,12 @@ class PoissonL(GraphSSLAlgorithm):
         self.chunk = chunk
         self.min_iter = min_iter
         self.max_iter = max_iter
+
+    @classmethod
+    def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
+        if params["max_iter"] < params["min_iter"]:
+            raise UserError(f"{prefix}max_iter={fmt_value(params['max_iter'])} is not allowed: it must be >= "
+                            f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
 
     def operator(self, graph: Graph, labeled: np.ndarray, cache: Any = None) -> tuple[np.ndarray, int, bool]:
         """(G_LL, T, cache hit): from the on-disk cache when given (it depends on the graph and the labelled

@@ -256,21 +256,12 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
 
 
 def given_split(p: Any, data: Any) -> LabelSplit:
-    """Stage 2 of a diagnosis run: the data's own labelled set as given (logs the options not used)."""
+    """Stage 2 of a diagnosis run: the data's own labelled set as given (logs the options not used). The
+    labelled set was checked right after loading (:func:`lgcexp.config.check_labelled_set`: memory, lone
+    labels, folds)."""
     split = given_labels(data)
-    from ..errors import UserError
-    from .loo import DENSE_METHODS, dense_refusal
-
-    why = dense_refusal(p.algorithm.name, split.n_labeled, "algo") if p.algorithm.name in DENSE_METHODS else None
-    if why:  # before the graph: a dense l x l judgement that cannot fit
-        raise UserError(why)
     log.info("diagnosis run: the data's own %d labelled points, as given (nothing sampled, no noise added)",
              split.n_labeled)
-    counts = np.bincount(split.y_observed, minlength=data.n_classes)
-    if (counts == 1).any():
-        lone = ", ".join(fmt_value(v) for v in np.asarray(data.classes)[counts == 1][:5].tolist())
-        log.warning("class(es) %s have a single labelled point: leave-one-out methods (autoL, autoD) cannot "
-                    "confirm such a label, and may drop it", lone)
     unused = not_used(p)
     if unused:
         log.warning("not used in a diagnosis run (the data carries its own labels): %s",
@@ -283,6 +274,10 @@ def not_used(p: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if p.n_labels is not None:
         out["labels.n"] = p.n_labels
+    lab = p.config.get("labels") or {}
+    for k in ("per_class", "sets"):
+        if lab.get(k) is not None:
+            out[f"labels.{k}"] = lab[k]
     if p.noise.name != "uniform" or p.noise.rate_ != 0:
         out["noise"] = p.noise.name
         out.update({f"noise.{k}": v for k, v in p.noise.get_params().items()})
