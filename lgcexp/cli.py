@@ -77,6 +77,15 @@ def _app(cfg: DictConfig) -> float | None:
     except UserError as exc:
         print(f"lgcexp: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except OSError as exc:
+        from .config import WRITE_ERRNOS
+
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        # a directory that became unwritable after the pre-flight: one line (nothing partial is left)
+        where = exc.filename or hc.runtime.output_dir
+        print(f"lgcexp: error: cannot write {where} ({exc.strerror or exc})", file=sys.stderr)
+        sys.exit(2)
     if outcome.status == FAILED:  # a sweep job; counted by the sweep ledger (lgcexp.callbacks)
         return None
     if outcome.status == SKIPPED:  # this directory already holds the result
@@ -234,15 +243,20 @@ def preflight(argv: list[str]) -> None:
                 check_paths(container, output=True)
                 checked_paths = True
         _check_unused(parsed, plans)
-        if multirun or _config_is_multirun(parsed):
+        if multirun or _config_is_multirun(parsed) or any(
+                o.key_or_group.startswith(("hydra.launcher", "hydra/launcher")) for o in everything):
             _check_launcher(everything)
+        _check_hydra_dir(everything, multirun or _config_is_multirun(parsed))
 
 
 def _check_unused(parsed: list, plans: list) -> None:
     """Refuse an option typed on the command line that no job of it would use, where the user plainly meant
-    something by it: ``loss=`` for a method with a loss parameter of its own (AutoD: ``algo.params.loss``), and
-    ``eig.p=`` where no method takes its eigenpair count from it (SIIS uses ``algo.params.m``; LGC none).
-    A sweep with one job that uses it is fine (the others are the sweeper's duplicates)."""
+    something by it: ``loss=`` for a method with a loss parameter of its own (AutoD: ``algo.params.loss``),
+    ``detect.*`` for methods that do not judge labels, and ``eig.p=`` where no method takes its eigenpair count
+    from it (SIIS uses ``algo.params.m``; LGC none). A sweep with one job that uses it is fine (the others are
+    the sweeper's duplicates)."""
+    from .config import judges_labels
+
     typed = {o.get_key_element().lstrip("+~"): o.input_line for o in parsed}
     if "loss" in typed and plans and not any(p.algorithm.losses for p in plans):
         own = next((p for p in plans if "loss" in p.algorithm._parameter_constraints), None)
@@ -251,6 +265,14 @@ def _check_unused(parsed: list, plans: list) -> None:
             choices = own.algorithm._parameter_constraints["loss"][0]
             raise UserError(f"{typed['loss']} is not allowed for algo={name}: the top-level loss is AutoL's; "
                             f"{name}'s own leave-one-out loss is algo.params.loss ({choices})")
+    detect = [line for k, line in typed.items() if k == "detect" or k.startswith("detect.")]
+    if detect and plans and not any(judges_labels(p.algorithm) for p in plans):
+        name = plans[0].algorithm.name
+        from .algorithms import ALGORITHMS
+
+        judging = [n for n in ALGORITHMS.names() if judges_labels(ALGORITHMS.get(n)())]
+        raise UserError(f"{detect[0]} is not allowed with algo={name}: it does not judge its labels (no "
+                        f"label_issues.csv); the detect options are for {', '.join(judging)}")
     if "eig.p" in typed and plans and not any(p.n_eigenpairs == p.config["eig"]["p"] for p in plans):
         p = plans[0]
         name = p.algorithm.name
@@ -272,9 +294,50 @@ def _check_launcher(parsed: list) -> None:
              for o in parsed]
     try:
         cfg = compose(config_name="config", overrides=first, return_hydra_config=True)
+        # the launcher's own options: its config without the hydra.launcher.* keys typed
+        base = compose(config_name="config", overrides=[f for f, o in zip(first, parsed)
+                                                        if not o.key_or_group.startswith("hydra.launcher.")],
+                       return_hydra_config=True)
     except (HydraException, OmegaConfBaseException) as exc:
         raise _composition_error(exc, first, parsed) from None
+    known = [str(k) for k in base.hydra.launcher.keys() if k != "_target_"]
+    which = cfg.hydra.runtime.choices.get("hydra/launcher") or "basic"
+    for o in parsed:
+        key = o.get_key_element().lstrip("+~")
+        if key.startswith("hydra.launcher.") and key.split(".")[2] not in known:
+            raise UserError(f"{o.input_line} is not allowed: {key} is not an option of hydra/launcher={which}"
+                            + (f"; allowed: {', '.join(sorted(known))}" if known else " (it takes none)"))
     check_launcher(cfg.hydra.launcher)
+
+
+def _check_hydra_dir(parsed: list, multirun: bool) -> None:
+    """The directory Hydra creates for the run (``hydra.run.dir``) or the sweep (``hydra.sweep.dir``), e.g.
+    ``${paths.results_dir}/figure2`` of ``experiment=figure2``: it must be creatable and writable, or the run
+    would end in Hydra's traceback. Named by the path option it lies under, as typed where it was typed."""
+    from hydra import compose
+    from omegaconf import OmegaConf
+
+    from .config import check_creatable_dir
+
+    first = [o.input_line if not o.is_sweep_override() else f"{o.get_key_element()}={next(o.sweep_string_iterator())}"
+             for o in parsed]
+    try:
+        cfg = compose(config_name="config", overrides=first, return_hydra_config=True)
+        which = "sweep" if multirun else "run"
+        target = str(OmegaConf.select(cfg, f"hydra.{which}.dir"))
+        paths = {k: str(OmegaConf.select(cfg, f"paths.{k}")) for k in ("results_dir", "output_dir")}
+    except Exception:  # an interpolation only Hydra's run can resolve: left to Hydra
+        return
+    typed = {o.get_key_element().lstrip("+~"): o.input_line for o in parsed}
+    key, value = f"hydra.{which}.dir", target
+    for k, v in paths.items():
+        root = os.path.abspath(os.path.expanduser(v))
+        if os.path.abspath(os.path.expanduser(target)).startswith(root.rstrip(os.sep) + os.sep):
+            key, value = f"paths.{k}", v
+            break
+    if key in typed:
+        value = typed[key].split("=", 1)[1]
+    check_creatable_dir(key, value, target)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,6 +8,7 @@ c) run in :func:`check_against_data`, right after loading and still before the g
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -346,6 +347,22 @@ def validate(cfg: Any) -> RunPlan:
     return plan(cfg)
 
 
+#: errors of a write the user can fix (permissions, a read-only or full file system, a file in the way)
+WRITE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
+                          errno.EEXIST, errno.EISDIR})
+
+
+def write_error(directory: Path) -> str | None:
+    """Why no file can be created in the existing ``directory`` (None: one can). Tries it: permission bits
+    say nothing for root, nor for a read-only mount."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def check_writable_dir(key: str, value: str) -> Path:
     """Refuse a directory that cannot be created or written (one line naming ``key``)."""
     path = Path(os.path.expanduser(str(value)))
@@ -353,11 +370,27 @@ def check_writable_dir(key: str, value: str) -> Path:
         raise UserError(f"{key}={value} is not allowed: it is a file, not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
     except OSError as exc:
         raise UserError(f"{key}={value} is not allowed: cannot write there ({exc.strerror or exc})") from None
+    why = write_error(path)
+    if why:
+        raise UserError(f"{key}={value} is not allowed: cannot write there ({why})")
     return path
+
+
+def check_creatable_dir(key: str, value: Any, target: str) -> None:
+    """Refuse when directory ``target`` (named to the user by ``key``=``value``) cannot be created or written,
+    without creating it: its nearest existing ancestor must be a writable directory."""
+    path = Path(os.path.abspath(os.path.expanduser(str(target))))
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UserError(f"{key}={value} is not allowed: cannot create {path} ({probe} is a file, not a directory)")
+    why = write_error(probe)
+    if why:
+        where = "there" if probe == path else f"{path} in {probe}"
+        raise UserError(f"{key}={value} is not allowed: cannot write {where} ({why})")
 
 
 def check_paths(c: dict[str, Any], output: bool = True) -> None:

@@ -165,6 +165,9 @@ class CsvFile(DataSource):
                             f"columns: {_show_columns(columns)}")
         label_cols = [c for c in (label, clean) if c is not None]
         df = self._read(p, usecols=[*features, *label_cols], dtype={c: str for c in label_cols})
+        if len(df) == 0:
+            raise UserError(f"{self._source()}: the file has a header line ({_show_columns(columns)}) but no data "
+                            "rows")
         X = self._features(df, features)
         given = None if label is None else parse_labels(
             df[label].to_numpy(dtype=object), f"dataset.label_column={fmt_value(self.label_column)}",

@@ -118,6 +118,9 @@ def check_features(X, source: str) -> np.ndarray:
         raise UserError(f"{source}: X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise UserError(f"{source}: X is empty (shape {X.shape}); need at least one row and one feature")
+    if X.dtype.kind == "c":
+        raise UserError(f"{source}: X has complex values (dtype {X.dtype}); X must hold real numbers (split a complex "
+                        "feature into its real and imaginary parts, or use its magnitude)")
     X = _as_features(X, source)
     check_finite_rows(X, source)
     return X
@@ -142,6 +145,12 @@ def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise UserError(f"{source}: y has {int((~np.isfinite(y)).sum())} NaN/Inf labels; "
                         "labels must be ints or strings")
+    if y.dtype.kind == "f" and not np.array_equal(y, np.round(y)):
+        from .own import continuous_labels
+
+        continuous_labels(y, f"{source}: y")
+    if y.dtype.kind == "c":
+        raise UserError(f"{source}: y has complex values; labels must be ints or strings")
     try:
         classes, y_idx = np.unique(y, return_inverse=True)
     except TypeError:

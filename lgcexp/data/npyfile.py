@@ -33,6 +33,9 @@ LABEL_FILE_SUFFIXES = (".npy", ".csv", ".txt")
 def read_npy(key: str, value: Any, mmap: bool = True) -> np.ndarray:
     """An array from a ``.npy`` file, memory-mapped read-only when ``mmap`` (object arrays are refused)."""
     p = existing_file(key, value, "file.npy")
+    with open(p, "rb") as fh:
+        if fh.read(6) != b"\x93NUMPY":  # numpy would call any other file "pickled data"
+            raise UserError(f"{key}={value} is not allowed: it is not a .npy file (save the array with np.save)")
     try:
         return np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
     except ValueError as e:

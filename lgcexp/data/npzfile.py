@@ -93,6 +93,8 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
     if path is None or str(path) == "":
         raise UserError("dataset 'npz' needs a file: pass path=/path/to/file.npz (arrays X and y)")
     p = os.path.expanduser(os.fspath(path))
+    if os.path.isdir(p):
+        raise UserError(f"dataset.path={path} is not allowed: it is a directory, not a file")
     if not os.path.isfile(p):
         raise UserError(f"npz file not found: {p!r} (dataset 'npz' needs an existing .npz with arrays X and y)")
     if not zipfile.is_zipfile(p):

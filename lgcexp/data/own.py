@@ -28,7 +28,8 @@ from lgcexp.errors import UserError
 from ..params import Interval, NoneValue, String
 from .dataset import Dataset, check_features
 
-__all__ = ["LabelColumn", "parse_labels", "make_own_dataset", "existing_file", "UNLABELED_VALUE", "LABEL_VALUE"]
+__all__ = ["LabelColumn", "parse_labels", "make_own_dataset", "existing_file", "same_kind", "continuous_labels",
+           "UNLABELED_VALUE", "LABEL_VALUE"]
 
 #: the default sentinel of an unlabelled row (scikit-learn's convention); empty values always mark one
 UNLABELED_VALUE = -1
@@ -91,11 +92,11 @@ def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> 
         if np.isinf(a[present]).any():
             raise UserError(f"{key}: labels hold Inf; labels must be ints or strings (empty or NaN = unlabelled)")
         vals = a[present]
-        if np.array_equal(vals, np.round(vals)):
-            out = np.zeros(a.shape[0], dtype=np.int64)
-            out[present] = vals.astype(np.int64)
-            return LabelColumn(out, present, key)
-        return LabelColumn(a.astype(np.float64), present, key)
+        if not np.array_equal(vals, np.round(vals)):
+            continuous_labels(vals, key)
+        out = np.zeros(a.shape[0], dtype=np.int64)
+        out[present] = vals.astype(np.int64)
+        return LabelColumn(out, present, key)
     if a.dtype.kind not in "USO":
         raise UserError(f"{key}: labels of dtype {a.dtype} are not supported; use ints or strings")
     text = np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
@@ -110,6 +111,29 @@ def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> 
         present &= ~_sentinel_mask(out, unlabeled_value)
         return LabelColumn(out, present, key)
     return LabelColumn(text, present, key)
+
+
+def continuous_labels(values: np.ndarray, key: str) -> None:
+    """Refuse labels that are numbers with fractions (a regression target, or features given as labels)."""
+    frac = np.flatnonzero(np.asarray(values) != np.round(values))
+    first = np.asarray(values).reshape(-1)[frac[0]].item()
+    raise UserError(f"{key}: {frac.size} label(s) are numbers with a fraction (first: {first!r}); they look "
+                    "continuous, and class labels must be ints or strings (a regression target is not a label)")
+
+
+def same_kind(ref: LabelColumn, other: LabelColumn) -> None:
+    """Refuse ``other`` (e.g. clean labels) spelled as numbers where ``ref`` holds text, or the other way round:
+    no value of one can equal a value of the other."""
+    def kind(col: LabelColumn) -> str | None:
+        if not col.present.any():
+            return None
+        return "numbers" if col.values.dtype.kind in "iufb" else "text"
+
+    a, b = kind(ref), kind(other)
+    if a and b and a != b:
+        raise UserError(f"{other.key}: holds {b} but {ref.key} holds {a}; they must be labels of the same kind "
+                        f"(e.g. {_show(other.values[other.present][0])} can never equal "
+                        f"{_show(ref.values[ref.present][0])})")
 
 
 def _class_numbers(values: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,6 +173,8 @@ def make_own_dataset(name: str, X: Any, *, given: LabelColumn | None, clean: Lab
                         + (f" ({hint})" if hint else ""))
 
     y = np.full(n, -1, dtype=np.int64)
+    if clean is not None and given is not None:
+        same_kind(given, clean)
     if clean is not None:
         k, found = _class_numbers(clean.values, classes)
         unseen = clean.present & ~found
@@ -178,6 +204,8 @@ def existing_file(key: str, value: Any, what: str) -> str:
     if value is None or str(value).strip() == "":
         raise UserError(f"{key} has no value: pass {key}=/path/to/{what}")
     p = os.path.expanduser(os.fspath(value))
+    if os.path.isdir(p):
+        raise UserError(f"{key}={value} is not allowed: it is a directory, not a file")
     if not os.path.isfile(p):
         where = f" ({os.path.abspath(p)})" if os.path.abspath(p) != str(value) else ""
         raise UserError(f"{key}={value} is not allowed: no such file{where}")

@@ -85,7 +85,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     values of ``labels``.
     """
     from ..cache import Cache
-    from ..data.own import parse_labels
+    from ..data.own import parse_labels, same_kind
     from ..errors import UserError
 
     if labels is None:
@@ -113,6 +113,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         cc = parse_labels(clean_labels, "clean_labels", unlabeled_value)
         if cc.n != n:
             raise UserError(f"clean_labels has {cc.n} values but labels has {n}; they must be equal")
+        same_kind(col, cc)  # numbers never equal text: every label would count as flipped
         known = cc.present[labeled]
         pos = np.searchsorted(classes, cc.values[labeled][known])
         ok = (pos < c) & (classes[np.minimum(pos, c - 1)] == cc.values[labeled][known])
