@@ -30,6 +30,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from .cache import atomic_write_text
+from .records import ERROR_FILE
 
 log = logging.getLogger("lgcexp")
 
@@ -98,10 +99,18 @@ def summary_line(counts: dict[str, Any], sweep_dir: str) -> str:
     line = (f"lgcexp: sweep finished: {counts['done']} done, {counts['skipped']} skipped, "
             f"{counts['failed']} failed")
     dirs = counts.get("failed_dirs") or []
-    if len(dirs) == 1:
-        line += f" (see error.json in {dirs[0]})"
-    elif dirs:
-        line += f" (see error.json in {dirs[0]} and {len(dirs) - 1} more under {sweep_dir})"
+    with_file = [d for d in dirs if (Path(d) / ERROR_FILE).is_file()]
+    without = [d for d in dirs if d not in with_file]
+    notes = []
+    if len(with_file) == 1:
+        notes.append(f"see error.json in {with_file[0]}")
+    elif with_file:
+        notes.append(f"see error.json in {with_file[0]} and {len(with_file) - 1} more under {sweep_dir}")
+    if without:  # a job that could not write error.json (or never started): its error is in the log
+        notes.append(f"{len(without)} wrote no error.json ({without[0]}"
+                     + (f" and {len(without) - 1} more" if len(without) > 1 else "") + "): see the log above")
+    if notes:
+        line += f" ({'; '.join(notes)})"
     return line
 
 

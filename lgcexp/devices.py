@@ -28,6 +28,7 @@ else the CPUs this process may use.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -76,6 +77,34 @@ def cpu_threads() -> int:
 _tf_threads_set = False
 
 
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Any:
+    """File descriptor 2 sent to a temporary file while TensorFlow's native libraries load: since TensorFlow
+    2.16 their start-up lines (absl's "All log messages before absl::InitializeLog()", oneDNN's notice) are
+    written before ``TF_CPP_MIN_LOG_LEVEL`` is read, once per library. What was written is replayed on stderr
+    when the import fails, so an import error keeps its native details."""
+    import tempfile
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2 (an embedded interpreter): nothing to silence
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not ok:
+                sink.seek(0)
+                sys.stderr.write(sink.read().decode("utf-8", errors="replace"))
+
+
 def tensorflow() -> Any:
     """TensorFlow, imported quietly; the first call in the process sizes its CPU thread pools (intra- and
     inter-op) to :func:`cpu_threads`. TensorFlow's own default is every core of the machine, so two sweep
@@ -85,7 +114,11 @@ def tensorflow() -> Any:
     used before this call) cannot be resized and are left as they are."""
     global _tf_threads_set
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    if "tensorflow" in sys.modules:
+        import tensorflow as tf
+    else:
+        with _quiet_native_stderr():
+            import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")
     if not _tf_threads_set:

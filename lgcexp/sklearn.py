@@ -73,6 +73,7 @@ from .cache import Cache
 from .errors import UserError
 from .graph import GRAPH_BUILDERS
 from .graph.extension import label_distributions
+from .issues.loo import DENSE_METHODS, dense_refusal
 from .linalg import on_maxiter
 from .params import constructor_defaults
 from .stages import fit_on_graph
@@ -301,6 +302,10 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 obj.check_data(n, classes.size, prefix=prefix)
             except UserError as exc:
                 raise ValueError(str(exc)) from None
+        if algo.name in DENSE_METHODS:  # the memory rule of every front end, before the graph
+            why = dense_refusal(algo.name, labeled.size, "algorithm")
+            if why:
+                raise ValueError(f"{type(self).__name__}: {why}")
         build_options = {"adjacency": X} if pairwise else {}
         with on_maxiter("warn"):
             fitted = fit_on_graph(builder, algo, None if pairwise else X, labeled, y_enc, classes.size,
