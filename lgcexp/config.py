@@ -34,6 +34,7 @@ from .params import (
     String,
     check_params,
     check_value,
+    constructor_defaults,
     fmt_value,
     unit_open,
 )
@@ -247,7 +248,6 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     n_lab = n_given if given_labels else p.n_labels
     if y_lab is not None:
         n_lab = int(y_lab.size)
-        check_labelled_set(p, y_lab, n_classes, given_labels, n_features)
     elif n_lab is not None and p.algorithm.name in DENSE_METHODS:  # the memory rule without the labels at hand
         why = dense_refusal(p.algorithm.name, int(n_lab), "algo")
         if why:
@@ -261,6 +261,8 @@ def check_against_data(p: RunPlan, n: int, n_classes: int, given_labels: bool = 
     check_priors(p.config.get("class_priors"), n_classes)
     if p.n_eigenpairs:
         check_eig_params(p.n_eigenpairs, n, p.eig.get("solver", "auto"), p.eig.get("tol", 1e-8))
+    if y_lab is not None:
+        check_labelled_set(p, y_lab, n_classes, given_labels, n_features)
 
 
 #: methods whose leave-one-out drops a label it cannot confirm: a class's only label (AutoL's weights)
@@ -285,11 +287,14 @@ def judges_labels(algorithm: Any) -> bool:
     return type(algorithm).label_judgement is not GraphSSLAlgorithm.label_judgement
 
 
-def _check_folds(p: RunPlan, key: str, folds: int, counts: np.ndarray, what: str) -> None:
+def _check_folds(p: RunPlan, key: str, folds: int, default: int, counts: np.ndarray, what: str) -> None:
     """Out-of-fold models on the labelled points (:func:`lgcexp.issues.out_of_fold.fold_splits`): more folds
-    than labels is refused (they would be cut to one per label); more than a class's labels makes the folds
-    plain k-fold instead of stratified: a warning."""
+    than labels is refused (they would be cut to one per label; the ``default`` count is cut with a warning);
+    more than a class's labels makes the folds plain k-fold instead of stratified: a warning."""
     l = int(counts.sum())
+    if folds > l and folds == default:
+        p.warn(f"{key}={folds}: the run has {l} labelled points, so {what} uses {max(2, l)} folds")
+        return
     if folds > l:
         raise UserError(f"{key}={folds} is not allowed for this run: it has {l} labelled points, and {what} "
                         f"needs at most one fold per label (at most {key}={l}; more labels per class keep the folds "
@@ -331,9 +336,13 @@ def check_labelled_set(p: RunPlan, y_lab: np.ndarray, n_classes: int, given: boo
             p.warn(f"class(es) {shown} have a single labelled point: leave-one-out methods (autoL, auto) cannot "
                    "confirm such a label, and drop it")
     if judges_labels(p.algorithm) and p.detect is not None and p.detect.features:
-        _check_folds(p, "detect.folds", int(p.detect.folds), counts, "the label-issue feature view")
+        from .issues.options import DetectOptions
+
+        _check_folds(p, "detect.folds", int(p.detect.folds), DetectOptions().folds, counts,
+                     "the label-issue feature view")
     if not given and p.noise.rate_ and hasattr(p.noise, "folds"):
-        _check_folds(p, "noise.folds", int(p.noise.folds), counts, f"noise={p.noise.name}'s classifier")
+        _check_folds(p, "noise.folds", int(p.noise.folds), constructor_defaults(type(p.noise)).get("folds"), counts,
+                     f"noise={p.noise.name}'s classifier")
         pca = int(getattr(p.noise, "pca", 0) or 0)
         if pca and n_features is not None and pca >= n_features:
             p.warn(f"noise.pca={pca}: the data has {n_features} features, so there is no projection (the "

@@ -135,6 +135,28 @@ HAND_CASES = [
     (("-m", "noise.rate=0.2,1.5"), "noise.rate=1.5 is not allowed"),
     (("-m", "algo=lgc,nope"), "algo=nope is not allowed"),
     (("-m", "seed=0,1", "algo=autoL", "loss=mse,hinge"), "loss=hinge is not allowed"),
+    # issue 36: options that would run at chance, be cut silently or be ignored
+    (("labels.per_class=1", "algo=autoL"), "labels.per_class=1 is not allowed with algo=autoL: every class has a "
+                                           "single label"),
+    (("labels.per_class=1", "algo=auto"), "labels.per_class=1 is not allowed with algo=auto"),
+    (("detect.folds=1000",), "detect.folds=1000 is not allowed for this run: it has 100 labelled points"),
+    (("labels.per_class=3", "detect.folds=31"), "detect.folds=31 is not allowed for this run: it has 30 labelled"),
+    (("algo=gfhf", "detect.folds=3"), "detect.folds=3 is not allowed with algo=gfhf: it does not judge its labels"),
+    (("algo=poisson", "detect.cut=threshold"), "detect.cut=threshold is not allowed with algo=poisson"),
+    (("labels.per_class=5", "noise=confusion", "noise.folds=51"), "noise.folds=51 is not allowed for this run: it "
+                                                                   "has 50 labelled points"),
+    (("labels.per_class=2", "features=oof", "features.folds=50"), "features.folds=50 is not allowed for this run: it "
+                                                                   "has 20 labelled points"),
+    (("algo=poissonL", "algo.params.min_iter=100", "algo.params.max_iter=10"),
+     "algo.params.max_iter=10 is not allowed: it must be >= algo.params.min_iter (100)"),
+    # launcher keys: unknown ones for every launcher, and checked in a single run too
+    (("-m", "seed=0", "+hydra.launcher.foo=1"), "+hydra.launcher.foo=1 is not allowed: hydra.launcher.foo is not an "
+                                                "option of hydra/launcher=basic"),
+    (("-m", "seed=0", "hydra/launcher=parallel", "+hydra.launcher.foo=1"),
+     "+hydra.launcher.foo=1 is not allowed: hydra.launcher.foo is not an option of hydra/launcher=parallel; allowed:"),
+    (("+hydra.launcher.foo=1",), "+hydra.launcher.foo=1 is not allowed"),
+    (("hydra/launcher=parallel", "hydra.launcher.n_jobs=0"), "hydra.launcher.n_jobs=0 is not allowed"),
+    (("-m", "seed=0", "hydra.launcher.timeout_min=-1"), "hydra.launcher.timeout_min=-1 is not allowed"),
 ]
 
 
@@ -153,7 +175,28 @@ def path_cases(tmp: Path):
     (bad / "garbage.npz").write_bytes(b"this is not a zip file at all")
     (bad / "truncated.npz").write_bytes((bad / "one_class.npz").read_bytes()[:100])
     np.savez(bad / "strings.npz", X=np.array([["a", "b"]] * 50), y=np.arange(50) % 2)
+    np.savez(bad / "complex.npz", X=np.ones((50, 3)) * (1 + 2j), y=np.arange(50) % 2)
+    np.savez(bad / "continuous.npz", X=np.random.default_rng(0).normal(size=(50, 3)),
+             y=np.random.default_rng(1).normal(size=50))
+    # label-set files (issue 36): digits has 1797 points, 10 classes
+    from sklearn.datasets import load_digits
+
+    from lgcexp.labels import write_label_sets
+
+    digits_y = load_digits().target
+    sets = tmp / "sets"
+    sets.mkdir()
+    (sets / "text.npz").write_text("0 1 2 3\n")
+    np.savez(sets / "empty.npz", indices=np.zeros((3, 0), dtype=np.int64))
+    np.savez(sets / "one.npz", indices=np.array([[5]]))
+    np.savez(sets / "fives.npz", indices=np.flatnonzero(digits_y < 5)[None, :20])
+    write_label_sets(sets / "other.npz", np.random.default_rng(0).integers(0, 10, 1797), [0], per_class=3)
+    write_label_sets(sets / "small.npz", np.arange(50) % 10, [0], per_class=2)
+    (tmp / "header.csv").write_text("a,b,label\n")
+    (tmp / "text.npy").write_text("1,2,3\n")
+    (tmp / "kinds.csv").write_text("a,label,clean\n" + "".join(f"{i},{i % 2},{'xy'[i % 2]}\n" for i in range(20)))
     npz = ("dataset=npz", "labels.n=10")
+    ls = "labels.sets"
     return [
         ((f"paths.output_dir={a_file}/out",), f"paths.output_dir={a_file}/out is not allowed"),
         ((f"paths.output_dir={a_file}",), f"paths.output_dir={a_file} is not allowed: it is a file"),
@@ -172,8 +215,30 @@ def path_cases(tmp: Path):
         ((*npz, f"dataset.path={bad}/garbage.npz"), "not a readable npz file"),
         ((*npz, f"dataset.path={bad}/truncated.npz"), "not a readable npz file"),
         ((*npz, f"dataset.path={bad}/strings.npz"), "not numeric"),
-        ((*npz, f"dataset.path={bad}"), "npz file not found"),
+        ((*npz, f"dataset.path={bad}"), f"dataset.path={bad} is not allowed: it is a directory, not a file"),
+        ((*npz, f"dataset.path={bad}/complex.npz"), "X has complex values"),
+        ((*npz, f"dataset.path={bad}/continuous.npz"), "they look continuous, and class labels must be ints or"),
+        (("dataset=csv", f"dataset.path={bad}"), f"dataset.path={bad} is not allowed: it is a directory, not a file"),
+        (("dataset=csv", f"dataset.path={tmp}/header.csv"), "has a header line (a, b, label) but no data rows"),
+        (("dataset=npy", f"dataset.path={tmp}/text.npy", f"dataset.labels_path={tmp}/text.npy"),
+         f"dataset.path={tmp}/text.npy is not allowed: it is not a .npy file"),
+        (("dataset=csv", f"dataset.path={tmp}/kinds.csv", "dataset.clean_column=clean"),
+         "dataset.clean_column=clean: holds text but dataset.label_column=label holds numbers"),
+        ((f"{ls}={sets}/text.npz",), f"{ls}={sets}/text.npz is not allowed: it is not an .npz or .npy file"),
+        ((f"{ls}={sets}",), f"{ls}={sets} is not allowed: it is a directory, not a file"),
+        ((f"{ls}={sets}/missing.npz",), f"{ls}={sets}/missing.npz is not allowed: no such file"),
+        ((f"{ls}={sets}/empty.npz",), f"{ls}={sets}/empty.npz is not allowed: its rows are empty"),
+        ((f"{ls}={sets}/one.npz",), f"{ls}={sets}/one.npz is not allowed: row 0 labels 1 of 10 classes"),
+        ((f"{ls}={sets}/fives.npz",), f"{ls}={sets}/fives.npz is not allowed: row 0 labels 5 of 10 classes (none of "
+                                      "class 5, 6, 7, 8, 9)"),
+        ((f"{ls}={sets}/other.npz",), "is not allowed: it was written for another data set of 1797 points"),
+        ((f"{ls}={sets}/small.npz",), "is not allowed: it was written for a data set of 50 points, and this one has "
+                                      "1797"),
     ]
+
+
+#: how many cases path_cases makes (the parametrisation needs the number before the files exist)
+N_PATH_CASES = 32
 
 
 @pytest.fixture
@@ -227,9 +292,11 @@ def test_bad_value_is_one_line_exit_2(run_cli, tmp_path, overrides, needle):
     _assert_refused(run_cli(*overrides), needle, tmp_path)
 
 
-@pytest.mark.parametrize("i", range(18))
+@pytest.mark.parametrize("i", range(N_PATH_CASES))
 def test_bad_path_or_data_file(run_cli, tmp_path, i):
-    overrides, needle = path_cases(tmp_path)[i]
+    cases = path_cases(tmp_path)
+    assert len(cases) == N_PATH_CASES
+    overrides, needle = cases[i]
     _assert_refused(run_cli(*overrides), needle, tmp_path)
 
 
@@ -244,3 +311,46 @@ def test_good_config_runs_in_process(run_cli, tmp_path):
         code = exc.code
     assert code in (None, 0)
     assert list((tmp_path / "out").rglob("result.json"))
+
+
+# ---- issue 36: one memory rule for every way of choosing labels (no memory is allocated: a 1 KiB machine) ------
+
+@pytest.mark.parametrize("how", ["labels.n=1000", "labels.per_class=100", "sets", "diagnosis"])
+def test_memory_rule_for_every_way_of_choosing_labels(run_cli, tmp_path, monkeypatch, how):
+    from lgcexp.issues import loo
+
+    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 10)
+    args, l = [how], 1000
+    if how == "sets":
+        from sklearn.datasets import load_digits
+
+        from lgcexp.labels import write_label_sets
+
+        write_label_sets(tmp_path / "s.npz", load_digits().target, [0], per_class=100)
+        args = [f"labels.sets={tmp_path}/s.npz"]
+    elif how == "diagnosis":  # the data's own 40 labels
+        rng = np.random.default_rng(0)
+        csv = tmp_path / "own.csv"
+        csv.write_text("a,b,label\n" + "".join(f"{rng.normal()},{rng.normal()},{i % 2 if i < 40 else -1}\n"
+                                                for i in range(80)))
+        args, l = ["dataset=csv", f"dataset.path={csv}"], 40
+    result = run_cli("algo=autoL", *args)
+    _assert_refused(result, f"algo=autoL is not allowed with {l} labels on this machine", tmp_path)
+    assert args[-1] in result[1][0] or how in ("labels.n=1000", "diagnosis")  # the key as typed
+    monkeypatch.undo()
+    assert loo.physical_memory() > 1 << 20
+
+
+def test_memory_rule_for_the_estimators(monkeypatch):
+    from lgcexp import stages
+    from lgcexp.issues import loo
+    from lgcexp.sklearn import estimator_for
+
+    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 10)
+    monkeypatch.setattr(stages, "fit_on_graph", lambda *a, **k: pytest.fail("the fit started"))
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = np.arange(200) % 2
+    for algo in ("autoL", "auto"):
+        with pytest.raises(ValueError, match=rf"Classifier: algorithm={algo} is not allowed with 200 labels on this "
+                                             "machine.*use algorithm=lgc"):
+            estimator_for(algo)().fit(X, y)
