@@ -243,3 +243,233 @@ def test_a_sweep_job_that_records_nothing_is_counted_failed(tmp_path, monkeypatc
     callbacks.note_launched(str(full))
     ledger.on_multirun_end(cfg)
     assert "lgcexp: sweep finished: 0 done, 0 skipped, 1 failed" in capsys.readouterr().out
+
+
+# ---- issue 36: legitimate runs that will not do what an option says warn, in the log and in result.json ------
+
+def test_warnings_are_logged_and_recorded(tmp_path, caplog):
+    from helpers import make_cfg
+
+    from lgcexp.config import to_container
+    from lgcexp.pipeline import run
+
+    def run_(*args):
+        caplog.clear()
+        r = run(to_container(make_cfg("noise=confusion", *args, tmp=tmp_path)))
+        logged = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
+        assert r.get("warnings", []) == [m for m in logged if m in r.get("warnings", [])] and \
+            set(r.get("warnings", [])) <= set(logged)
+        return r
+
+    r = run_("labels.per_class=10", "noise.folds=20")  # 20 folds over 10 labels per class: not stratified
+    assert r["warnings"] == ["noise.folds=20: class 0 has only 10 labelled point(s), so the folds of noise=confusion's "
+                             "classifier are plain k-fold, not stratified by class"]
+    r = run_("noise.pca=5000")  # digits has 64 features: no projection
+    assert r["warnings"] == ["noise.pca=5000: the data has 64 features, so there is no projection (the standardised "
+                             "features are used as they are)"]
+    assert "warnings" not in run_()  # the defaults warn of nothing (a record as it was)
+
+
+def test_a_diagnosis_run_records_labels_options_as_not_used(tmp_path):
+    from helpers import make_cfg
+
+    from lgcexp.config import to_container
+    from lgcexp.pipeline import run
+
+    path = _blobs(tmp_path)
+    for opt, value in (("labels.per_class", 3), ("labels.sets", str(tmp_path / "any.npz"))):
+        r = run(to_container(make_cfg("dataset=csv", f"dataset.path={path}", f"{opt}={value}", tmp=tmp_path)))
+        assert r["mode"] == "diagnosis" and r["not_used"] == {opt: value}, r["not_used"]
+
+
+def test_lone_labels_warn_alike_in_both_protocols(tmp_path):
+    """A class with a single label: AutoL drops it (its leave-one-out cannot confirm it). A diagnosis run and a
+    sampled run (labels.sets) say so alike; every class single is refused (test_bad_input)."""
+    from helpers import make_cfg
+
+    from lgcexp.config import to_container
+    from lgcexp.pipeline import run
+
+    X, y = _two_blobs()
+    labels = np.full(60, -1)
+    keep = [0, 1, 2, 3, 30]  # class 1 has one label
+    labels[keep] = y[keep]
+    csv = tmp_path / "lone.csv"
+    pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "label": labels, "clean": y}).to_csv(csv, index=False)
+    np.savez(tmp_path / "X.npz", X=X, y=y)
+    np.savez(tmp_path / "sets.npz", indices=np.array([keep]))
+    common = ("algo=autoL", "noise.rate=0", "graph.k=5", "detect.features=false")
+    diag = run(to_container(make_cfg("dataset=csv", f"dataset.path={csv}", "dataset.clean_column=clean", *common,
+                                     tmp=tmp_path)))
+    sampled = run(to_container(make_cfg("dataset=npz", f"dataset.path={tmp_path}/X.npz", f"labels.sets={tmp_path}/"
+                                        "sets.npz", *common, tmp=tmp_path)))
+    for r in (diag, sampled):
+        assert any(w.startswith("class(es) 1 have a single labelled point: algo=autoL's leave-one-out cannot "
+                                "confirm such a label and drops it") for w in r["warnings"]), r.get("warnings")
+
+
+def _two_blobs():
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(0, 1, (30, 2)), rng.normal(6, 1, (30, 2))]
+    return X, np.r_[np.zeros(30, dtype=int), np.ones(30, dtype=int)]
+
+
+# ---- issue 36: inputs of the Python API --------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"X": "complex"}, "X: X has complex values"),
+    ({"labels": "continuous"}, "labels: 60 label.s. are numbers with a fraction .*look continuous"),
+    ({"clean_labels": "text"}, "clean_labels: holds text but labels holds numbers"),
+])
+def test_find_label_issues_inputs(kwargs, message):
+    from lgcexp.issues.find import find_label_issues
+
+    X, y = _two_blobs()
+    args = {"X": X, "labels": y}
+    if kwargs.get("X") == "complex":
+        args["X"] = X * (1 + 1j)
+    if kwargs.get("labels") == "continuous":
+        args["labels"] = np.random.default_rng(0).normal(size=60)
+    if kwargs.get("clean_labels") == "text":
+        args["clean_labels"] = np.array(["a", "b"])[y]
+    with pytest.raises(UserError, match=message):
+        find_label_issues(**args)
+
+
+# ---- issue 36: read-only directories are one line, exit 2 ----------------------------------------------------
+
+def _read_only(monkeypatch, root: Path):
+    """Every file created under ``root`` fails as on a read-only mount (root ignores chmod; this does not)."""
+    import errno
+    import tempfile as real
+
+    from lgcexp import cache, config
+
+    class Shim:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def mkstemp(*a, dir=None, **k):
+            if dir is not None and Path(dir).resolve().is_relative_to(root.resolve()):
+                raise OSError(errno.EROFS, "Read-only file system", str(dir))
+            return real.mkstemp(*a, dir=dir, **k)
+
+    monkeypatch.setattr(cache, "tempfile", Shim())
+    monkeypatch.setattr(config, "write_error", lambda d: "Read-only file system"
+                        if Path(d).resolve().is_relative_to(root.resolve()) else None)
+
+
+def _one_run(tmp_path: Path) -> Path:
+    from helpers import make_cfg
+
+    from lgcexp.config import to_container
+    from lgcexp.pipeline import run
+
+    root = tmp_path / "runs"
+    run(to_container(make_cfg("labels.n=50", tmp=tmp_path)), out_dir=root / "one")
+    return root
+
+
+def test_tables_into_a_read_only_directory(tmp_path, monkeypatch, capsys):
+    from lgcexp import tables_cli
+
+    root = _one_run(tmp_path)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    _read_only(monkeypatch, ro)
+    code = tables_cli.main(["--root", str(root), "--out", str(ro / "tables"), "--no-report"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("lgcexp-tables: error: cannot write ") \
+        and "Read-only file system" in err[0], err
+    assert not list(ro.rglob("*.csv"))
+
+
+def test_tables_into_a_chmod_read_only_directory(tmp_path, capsys):
+    from lgcexp import tables_cli
+
+    root = _one_run(tmp_path)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as root: chmod does not stop writes (the monkeypatched test covers it)")
+        code = tables_cli.main(["--root", str(root), "--out", str(ro / "tables"), "--no-report"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and "Permission denied" in err[0], err
+    finally:
+        ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("chmod", [False, True])
+def test_experiment_into_a_read_only_results_directory(tmp_path, monkeypatch, capsys, chmod):
+    """``experiment=figure2`` writes into ``${paths.results_dir}/figure2``: refused before the run."""
+    from lgcexp import cli
+
+    monkeypatch.setenv("LGCEXP_OUTPUT_DIR", str(tmp_path / "out"))
+    ro = tmp_path / "results"
+    ro.mkdir()
+    if chmod:
+        ro.chmod(0o555)
+        if os.access(ro, os.W_OK):
+            ro.chmod(0o755)
+            pytest.skip("running as root: chmod does not stop writes (the monkeypatched case covers it)")
+    else:
+        _read_only(monkeypatch, ro)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["experiment=figure2", f"paths.results_dir={ro}"])
+    finally:
+        ro.chmod(0o755)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"lgcexp: error: paths.results_dir={ro} is not allowed: cannot write {ro}/figure2 in "
+                             f"{ro} (") and not list(ro.iterdir())
+
+
+def test_a_run_whose_outputs_cannot_be_written_is_one_line(tmp_path, monkeypatch, capsys):
+    """The directory turned read-only after the pre-flight: one line, exit 2, no result.json."""
+    import errno
+
+    from lgcexp import cli, pipeline
+
+    def refuse(path, *a, **k):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setenv("LGCEXP_OUTPUT_DIR", str(tmp_path / "out"))
+    monkeypatch.setattr(pipeline, "write_json", refuse)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["labels.n=50", f"hydra.run.dir={tmp_path}/run"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and err == [f"lgcexp: error: cannot write {tmp_path}/run/result.json (Read-only file "
+                                           "system)"], err
+    assert not (tmp_path / "run" / "result.json").exists()
+
+
+# ---- issue 36: the sweep summary names only error.json files that exist ---------------------------------------
+
+def test_sweep_summary_points_only_to_existing_error_files(tmp_path):
+    from lgcexp.callbacks import summary_line
+
+    a, b, c = (tmp_path / n for n in "abc")
+    for d in (a, b, c):
+        d.mkdir()
+    (a / "error.json").write_text("{}")
+    line = summary_line({"done": 0, "skipped": 0, "failed": 3, "failed_dirs": [str(a), str(b), str(c)]}, str(tmp_path))
+    assert line == (f"lgcexp: sweep finished: 0 done, 0 skipped, 3 failed (see error.json in {a}; 2 wrote no "
+                    f"error.json ({b} and 1 more): see the log above)")
+    line = summary_line({"done": 1, "skipped": 0, "failed": 1, "failed_dirs": [str(b)]}, str(tmp_path))
+    assert "see error.json" not in line and f"1 wrote no error.json ({b})" in line
+
+
+# ---- issue 36: TensorFlow's start-up lines ----------------------------------------------------------------------
+
+def test_tensorflow_imports_quietly(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    code = ("from lgcexp.devices import tensorflow\ntf = tensorflow()\nprint(float(tf.constant(2.0) * 2))\n"
+            "import sys; print('after', file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "4.0", p.stderr
+    assert p.stderr == "after\n", p.stderr  # no absl / oneDNN lines; stderr itself still works afterwards
