@@ -64,6 +64,12 @@ def last_sweep_counts() -> dict[str, Any] | None:
     return None if _LAST is None else dict(_LAST)
 
 
+def forget_last_sweep() -> None:
+    """Before a command runs: the counts of an earlier sweep in this process are not its own."""
+    global _LAST
+    _LAST = None
+
+
 def last_sweep_failed() -> bool:
     return bool(_LAST and _LAST.get("failed"))
 

@@ -351,8 +351,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     sys.argv = [sys.argv[0], *argv]
     GlobalHydra.instance().clear()
+    from .callbacks import forget_last_sweep, last_sweep_failed
+
+    forget_last_sweep()
     _app()
-    from .callbacks import last_sweep_failed
 
     if last_sweep_failed():  # a sweep with failed jobs (its summary line names them)
         sys.exit(1)

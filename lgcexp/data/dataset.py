@@ -126,6 +126,14 @@ def check_features(X, source: str) -> np.ndarray:
     return X
 
 
+def continuous_labels(values: np.ndarray, key: str) -> None:
+    """Refuse labels that are numbers with fractions (a regression target, or features given as labels)."""
+    frac = np.flatnonzero(np.asarray(values) != np.round(values))
+    first = np.asarray(values).reshape(-1)[frac[0]].item()
+    raise UserError(f"{key}: {frac.size} label(s) are numbers with a fraction (first: {first!r}); they look "
+                    "continuous, and class labels must be ints or strings (a regression target is not a label)")
+
+
 def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
     """Check X and y, remap labels to 0..c-1 (sorted unique), and build a Dataset.
 
@@ -146,8 +154,6 @@ def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
         raise UserError(f"{source}: y has {int((~np.isfinite(y)).sum())} NaN/Inf labels; "
                         "labels must be ints or strings")
     if y.dtype.kind == "f" and not np.array_equal(y, np.round(y)):
-        from .own import continuous_labels
-
         continuous_labels(y, f"{source}: y")
     if y.dtype.kind == "c":
         raise UserError(f"{source}: y has complex values; labels must be ints or strings")

@@ -26,7 +26,7 @@ import numpy as np
 from lgcexp.errors import UserError
 
 from ..params import Interval, NoneValue, String
-from .dataset import Dataset, check_features
+from .dataset import Dataset, check_features, continuous_labels
 
 __all__ = ["LabelColumn", "parse_labels", "make_own_dataset", "existing_file", "same_kind", "continuous_labels",
            "UNLABELED_VALUE", "LABEL_VALUE"]
@@ -111,14 +111,6 @@ def parse_labels(raw: Any, key: str, unlabeled_value: Any = UNLABELED_VALUE) -> 
         present &= ~_sentinel_mask(out, unlabeled_value)
         return LabelColumn(out, present, key)
     return LabelColumn(text, present, key)
-
-
-def continuous_labels(values: np.ndarray, key: str) -> None:
-    """Refuse labels that are numbers with fractions (a regression target, or features given as labels)."""
-    frac = np.flatnonzero(np.asarray(values) != np.round(values))
-    first = np.asarray(values).reshape(-1)[frac[0]].item()
-    raise UserError(f"{key}: {frac.size} label(s) are numbers with a fraction (first: {first!r}); they look "
-                    "continuous, and class labels must be ints or strings (a regression target is not a label)")
 
 
 def same_kind(ref: LabelColumn, other: LabelColumn) -> None:
