@@ -473,3 +473,18 @@ def test_tensorflow_imports_quietly(tmp_path):
                        timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "4.0", p.stderr
     assert p.stderr == "after\n", p.stderr  # no absl / oneDNN lines; stderr itself still works afterwards
+
+
+def test_label_sets_read_from_npy_like_npz(tmp_path):
+    """``labels.sets=rows.npy``: the rows themselves (it used to be a traceback); the same rows as the .npz."""
+    from lgcexp.labels import read_label_set, write_label_sets
+
+    y = np.repeat(np.arange(3), 20)
+    rows = write_label_sets(tmp_path / "s.npz", y, range(3), per_class=2)
+    np.save(tmp_path / "s.npy", rows)
+    for s in range(3):
+        assert np.array_equal(read_label_set(str(tmp_path / "s.npy"), s, 60, y),
+                              read_label_set(str(tmp_path / "s.npz"), s, 60, y))
+    np.save(tmp_path / "flat.npy", rows[0])
+    with pytest.raises(UserError, match=r"labels.sets=.*flat.npy is not allowed: the array must be a 2-D integer"):
+        read_label_set(str(tmp_path / "flat.npy"), 0, 60)
