@@ -52,13 +52,16 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
                  *, cache: Any = None, data_fingerprint: str | None = None, n_eigenpairs: int | None = None,
                  eig_options: Mapping[str, Any] | None = None, detect: Any = None, progress: bool = False,
                  timer: StageTimer | None = None, build_options: Mapping[str, Any] | None = None,
-                 features: Any = None, class_priors: Any = None, pll_alphas: Any = None) -> FittedStages:
+                 features: Any = None, class_priors: Any = None, pll_alphas: Any = None,
+                 view: Any = None) -> FittedStages:
     """Build the graph of ``X`` with ``builder``, compute the Laplacian eigenpairs the method needs
     (``n_eigenpairs``, default ``algorithm.required_eigenpairs()``; ``eig_options`` the ``eig`` section),
     fit ``algorithm`` on (``labeled``, ``y_labeled``) and judge the labels (``detect`` options; the labelled
     rows of ``features``, the points' feature matrix or None, feed the feature view). ``class_priors``: the
     volume label projection every method can take (:mod:`lgcexp.priors`; None: none). ``pll_alphas``: rates
-    solved with every P_LL the method needs (the ``pll_alphas`` option; None: its own only).
+    solved with every P_LL the method needs (the ``pll_alphas`` option; None: its own only). ``view``: a
+    user's out-of-fold class distribution of the labelled points (``pred_probs``), the second view of the
+    judgement instead of the feature view (:func:`lgcexp.issues.judge.judge`).
 
     Times the stages ``graph``, ``eig``, ``optimize`` and ``evaluate`` (the judgement) on ``timer``.
     ``algorithm`` and ``builder`` are fitted in place."""
@@ -79,5 +82,5 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
                       class_priors=class_priors, features=features, pll_alphas=pll_alphas)
     with timer.stage("evaluate"):
         issues = label_issues.judge_labels(algorithm.label_judgement(), np.asarray(labeled), y_labeled, graph.n,
-                                           detect, features)
+                                           detect, features, view=view)
     return FittedStages(graph, graph_hit, eig, eig_hit, algorithm, issues)

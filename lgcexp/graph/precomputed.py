@@ -131,7 +131,8 @@ class PrecomputedGraph(GraphBuilder):
 
     def check_matrix(self, M: Any, n: int | None = None, prefix: str | None = None
                      ) -> tuple[sp.csr_matrix, dict[str, Any]]:
-        """The checks of :meth:`load` on a matrix (sparse, or a dense array given in memory)."""
+        """The checks of :meth:`load` on a matrix (sparse, or a dense array given in memory); the result is a
+        new matrix (``M`` is left as it was, its diagonal too)."""
         if not sp.issparse(M):
             M = np.asarray(M)
             if M.ndim != 2:
@@ -142,7 +143,7 @@ class PrecomputedGraph(GraphBuilder):
             raise self._refuse(f"the matrix is {' x '.join(map(str, M.shape))}; it must be square (n x n)", prefix)
         if n is not None and M.shape[0] != n:
             raise self._refuse(f"the matrix is {M.shape[0]} x {M.shape[1]} but the data has {n} points", prefix)
-        W = sp.csr_matrix(M, dtype=np.float64)
+        W = sp.csr_matrix(M, dtype=np.float64, copy=True)  # the caller's matrix is never modified
         W.sum_duplicates()
         bad = ~np.isfinite(W.data)
         if bad.any():

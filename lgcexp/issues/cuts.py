@@ -179,7 +179,8 @@ def decide(probs: np.ndarray, y: np.ndarray, cut: str = "suggested", *, threshol
     ``suggested``: the suggested label differs from the given one; ``consensus``: that, and the same in
     the method's own ``evidence`` (l x c; default ``probs``); a confident-learning filter
     (:func:`confident_learning`); ``threshold``: quality below ``threshold``; ``method``: the method's own
-    ``decision`` (refused when it has none)."""
+    ``decision`` (refused when it has none); ``count``: the estimated number of wrong labels, lowest quality
+    first (:func:`lgcexp.issues.count.count_cut`)."""
     probs = np.asarray(probs, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     if cut == "suggested":
@@ -191,6 +192,10 @@ def decide(probs: np.ndarray, y: np.ndarray, cut: str = "suggested", *, threshol
         return confident_learning(probs, y, probs.shape[1], filter_by=cut, min_per_class=min_per_class)
     if cut == "threshold":
         return label_quality(probs, y) < float(threshold)
+    if cut == "count":
+        from .count import count_cut
+
+        return count_cut(probs, y)
     if cut == "method":
         if decision is None:
             raise ValueError("cut='method': this method makes no decision of its own")

@@ -408,16 +408,21 @@ def format_summary(r: dict[str, Any]) -> str:
         + (f" loss={r['loss']}" if r.get("loss") else "")
         + " (the file's own labels, as given: nothing sampled, no noise added)",
         f"  n={r['n']}  classes={r['n_classes']}  given labels={r['n_labeled']}  unlabelled={r['n_unlabeled']}",
-        f"  the method disagrees with {r['n_disagree']} of the {r['n_labeled']} given labels",
     ]
     if r.get("label_issue_report"):
-        lines.append(f"  label issues: {r['n_label_issues']} of the {r['n_labeled']} given labels flagged "
-                     f"(label_issues.csv: every given label, most suspicious first, with a suggested label)")
         if r.get("detect_estimated_issues") is not None:
-            lines.append(f"  confident learning estimates {r['detect_estimated_issues']} of the given labels are wrong")
+            lines.append(f"  estimated wrong labels: {r['detect_estimated_issues']} of the {r['n_labeled']} given "
+                         "labels (the one count, made without clean labels: docs/label_issues.md#count)")
+        lines.append(f"  label issues: {r['n_label_issues']} of the {r['n_labeled']} given labels flagged "
+                     f"(detect.cut={r.get('detect_cut')}; label_issues.csv: every given label, most suspicious first, "
+                     "with a suggested label)")
+        other = f"the method's own argmax differs from {r['n_disagree']} labels"
         if r.get("detect_expected_issues") is not None:
-            lines.append(f"  the flags' probabilities (issue_probability) add up to {r['detect_expected_issues']:.0f} "
-                         "wrong labels")
+            other += (f"; issue_probability sums to {r['detect_expected_issues']:.0f} (a sum of doubts, not a count "
+                      "of wrong labels)")
+        lines.append(f"  (other figures, not counts of wrong labels: {other})")
+    else:
+        lines.append(f"  the method disagrees with {r['n_disagree']} of the {r['n_labeled']} given labels")
     if r.get("data_issues"):
         a = r["data_issues"]
         lines.append(f"  data issues: {a['n_outliers']} outliers, {a['n_near_duplicates']} near-duplicates in "

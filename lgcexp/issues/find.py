@@ -1,8 +1,9 @@
 """``find_label_issues``: which given labels look wrong, from Python without Hydra (docs/label_issues.md).
 
-It builds a graph, fits a method that judges labels and applies the ``detect`` rules of
-:mod:`lgcexp.issues`; it sits above both that module and the algorithms (which import
-:mod:`lgcexp.issues` for their judgements), so no import runs in a circle.
+A thin front end over the command's stages: the graph (the kNN graph of X, or the user's matrix through the
+one rule of ``graph=precomputed``), the eigenpairs, the fit and the judgement all run in
+:func:`lgcexp.stages.fit_on_graph`; a user's ``pred_probs`` are a view of their own
+(:mod:`lgcexp.issues.pred_probs`). No input array is modified.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from .frames import issues_frame
-from .judge import judge, judge_labels
+from .judge import judge
 from .judgement import LabelJudgement
 from .options import DetectOptions
 from .views import knn_oof_probs
@@ -40,45 +41,82 @@ def default_method(n_labeled: int, n: int) -> str:
     return "autoL"
 
 
-def _as_graph(graph: Any, n: int) -> Any:
-    """A :class:`lgcexp.graph.Graph` from a Graph or an (n x n) affinity matrix, checked by the rules of
-    ``graph=precomputed`` (:func:`lgcexp.graph.precomputed.graph_from_matrix`; self-loops dropped)."""
+def _builder(X: Any, graph: Any, n: int, k: int, sigma: float | str) -> tuple[Any, dict[str, Any]]:
+    """The graph stage's builder and its build options: ``graph`` (a matrix or a :class:`lgcexp.graph.Graph`)
+    through the rule of ``graph=precomputed`` (:class:`PrecomputedGraph`, self-loops dropped; checked here,
+    before any work, each refusal naming ``graph``), or the exact kNN graph of ``X``."""
     from ..errors import UserError
     from ..graph import Graph
-    from ..graph.precomputed import graph_from_matrix
 
-    G = graph if isinstance(graph, Graph) else graph_from_matrix(graph, n, "graph", diagonal="drop")
-    if G.n != n:
-        raise UserError(f"graph: it has {G.n} nodes but there are {n} labels (one per point, -1 = unlabelled)")
-    if (G.degree <= 0).any():
-        raise UserError(f"graph: {int((G.degree <= 0).sum())} point(s) have no neighbour; every point needs an edge")
-    return G
+    if graph is not None:
+        from ..graph.precomputed import _ARGUMENT, PrecomputedGraph
+
+        builder = PrecomputedGraph(diagonal="drop")
+        W, _ = builder.check_matrix(graph.W if isinstance(graph, Graph) else graph, n, _ARGUMENT + "graph")
+        lonely = int((np.asarray(W.sum(axis=1)).ravel() <= 0).sum())
+        if lonely:
+            raise UserError(f"graph: {lonely} point(s) have no neighbour; every point needs an edge")
+        return builder, {"adjacency": W}
+    if X is None:
+        raise UserError("find_label_issues: give X (features), graph (an affinity matrix) or pred_probs")
+    from ..graph.knn import KnnGraph
+
+    builder = KnnGraph(k=k, sigma=sigma)
+    builder._validate_params("")
+    builder.check_data(n, 0, "")
+    return builder, {}
 
 
-def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph: Any = None,
-                      method: str | None = None, params: Mapping[str, Any] | None = None, cut: str = "consensus",
-                      features: bool = True, min_agreement: float = 0.8, k: int = 10, sigma: float | str = "mean",
-                      unlabeled_value: Any = -1,
-                      clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
+def _features(X: Any, n: int) -> Any:
+    """X checked (2-D, finite, n rows; never copied or modified), or a one-line refusal naming ``X``."""
+    import scipy.sparse as sp
+
+    from ..data.dataset import check_features
+    from ..errors import UserError
+
+    if sp.issparse(X):
+        raise UserError("X: a scipy sparse matrix is not allowed; give dense features (X.toarray() where it "
+                        "fits) or the affinity matrix as graph=")
+    X = check_features(X, "X")
+    if X.shape[0] != n:
+        raise UserError(f"X has {X.shape[0]} rows but labels has {n} values; they must be equal")
+    return X
+
+
+def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_probs: Any = None,
+                      graph: Any = None, method: str | None = None, params: Mapping[str, Any] | None = None,
+                      cut: str | None = None, features: bool = True, folds: int = 5, min_agreement: float = 0.8,
+                      threshold: float = 0.5, min_per_class: int = 1, k: int = 10, sigma: float | str = "mean",
+                      unlabeled_value: Any = -1, clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
     """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
 
-    ``X``: (n, d) features (None: ``graph`` is required and the feature view is left out). ``labels``: one
-    value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no label.
-    ``graph``: None (a ``k``-nearest-neighbour graph with Gaussian weights, width ``sigma``, is built from
-    ``X``), a :class:`lgcexp.graph.Graph`, or a symmetric (n x n) affinity matrix (sparse or dense).
-    ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see :mod:`lgcexp.algorithms`)
-    with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on ``X``); None (default):
-    :func:`default_method` (``autoL`` for a few sampled labels, ``lgc`` where most points are labelled or
-    above :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels: its leave-one-out needs no l x l matrix,
-    :mod:`lgcexp.issues.loo`). A dense method that cannot fit in memory is refused before any work.
-    ``cut``, ``features``, ``min_agreement``: the ``detect`` options (:class:`DetectOptions`). ``clean_labels``:
-    trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never used to judge.
-    ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL.
+    What a user brings (docs/label_issues.md):
 
-    ``df.attrs["estimated_issues"]``: confident learning's estimate of how many labels are wrong
-    (:func:`lgcexp.issues.cuts.estimate_issues`); ``df.attrs["expected_issues"]``: the sum of the column
-    ``issue_probability`` (each label's probability of being wrong,
-    :func:`lgcexp.issues.cuts.issue_probability`); ``df.attrs["method"]``: the method used.
+    - ``X``: (n, d) features: a ``k``-nearest-neighbour graph with Gaussian weights (width ``sigma``) is built
+      from them, fitted by ``method`` and judged with the out-of-fold feature view (the command's stages,
+      :func:`lgcexp.stages.fit_on_graph`);
+    - ``graph``: a symmetric (n x n) affinity matrix (sparse or dense) or a :class:`lgcexp.graph.Graph`,
+      checked by the rules of ``graph=precomputed`` (:class:`lgcexp.graph.precomputed.PrecomputedGraph`,
+      self-loops dropped), instead of the kNN graph;
+    - ``pred_probs``: (n, c) out-of-fold probabilities of the user's own model (:mod:`lgcexp.issues.pred_probs`;
+      column j is the j-th sorted label value). Alone, they are the judgement (ranked by self-confidence,
+      ``cut="count"``); with ``X`` or ``graph`` they are the second view beside the graph's evidence, instead
+      of the feature view.
+
+    ``labels``: one value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no
+    label. ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see
+    :mod:`lgcexp.algorithms`) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on
+    ``X``); None: :func:`default_method`. A dense method that cannot fit in memory is refused before any work.
+    ``cut``, ``features``, ``folds``, ``min_agreement``, ``threshold``, ``min_per_class``: the six ``detect``
+    options (:class:`DetectOptions`; ``cut`` None: ``count`` for ``pred_probs`` alone, else ``consensus``).
+    ``clean_labels``: trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never
+    used to judge. ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL. No
+    argument is modified.
+
+    ``df.attrs["estimated_issues"]``: the estimated number of wrong labels (the one count,
+    :func:`lgcexp.issues.count.estimate_wrong_labels`); ``df.attrs["expected_issues"]``: the sum of the column
+    ``issue_probability`` (a sum of doubts, which overestimates the count); ``df.attrs["method"]``: the method
+    used (``pred_probs`` where they alone judged).
 
     Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
     ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
@@ -98,13 +136,20 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
     c = int(classes.size)
     if c < 2:
         raise UserError(f"labels: {c} distinct label(s) among the labelled points; need at least 2 classes")
+    if not isinstance(features, (bool, np.bool_)):
+        raise UserError(f"features={features!r} is not allowed: use True or False")
     if X is not None:
-        from ..data.dataset import check_features
+        X = _features(X, n)
+    P = None
+    if pred_probs is not None:
+        from .pred_probs import check_pred_probs
 
-        X = check_features(X, "X")
-        if X.shape[0] != n:
-            raise UserError(f"X has {X.shape[0]} rows but labels has {n} values; they must be equal")
-    opts = DetectOptions(cut=cut, features=bool(features), min_agreement=min_agreement)
+        P = check_pred_probs(pred_probs, n, classes)[labeled]
+    alone = P is not None and X is None and graph is None
+    if cut is None:
+        cut = "count" if alone else "consensus"
+    opts = DetectOptions(cut=cut, features=bool(features), folds=folds, min_agreement=min_agreement,
+                         threshold=threshold, min_per_class=min_per_class)
     opts._validate_params("")
     if isinstance(cache, (str, bytes)) or hasattr(cache, "__fspath__"):
         cache = Cache(cache)
@@ -121,36 +166,45 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
         y_clean[np.flatnonzero(known)] = yk
     from .loo import DENSE_METHODS, dense_refusal
 
-    if method is None:
-        method = default_method(labeled.size, n)
-    why = dense_refusal(method, labeled.size, "method") if method in DENSE_METHODS else None
-    if why:
-        raise UserError(why)
-    if method in BASELINE_METHODS:
-        if X is None:
-            raise UserError("method=knn needs the features X")
-        Xl = np.asarray(X[labeled], dtype=np.float64)
-        judgement = LabelJudgement(probs=knn_oof_probs(Xl, y, c, k=min(10, max(1, labeled.size - 1))),
-                                   source="knn: out-of-sample 10-NN class frequencies")
-        judged = judge(judgement, y, DetectOptions(cut=cut, features=False))
+    if alone:
+        if method is not None:
+            raise UserError(f"method={method} needs X (features) or graph; pred_probs alone are judged as given")
+        from .pred_probs import pred_probs_judgement
+
+        method = "pred_probs"
+        judged = judge(pred_probs_judgement(P), y, DetectOptions(**{**opts.get_params(), "features": False}))
     else:
-        from ..algorithms import make_algorithm
-
-        if graph is None:
+        if method is None:
+            method = default_method(labeled.size, n)
+        why = dense_refusal(method, labeled.size, "method") if method in DENSE_METHODS else None
+        if why:
+            raise UserError(why)
+        if method in BASELINE_METHODS:
             if X is None:
-                raise UserError("find_label_issues: give X (features) or graph (an affinity matrix)")
-            from ..graph import build_graph
+                raise UserError("method=knn needs the features X")
+            Xl = np.asarray(X[labeled], dtype=np.float64)
+            judgement = LabelJudgement(probs=knn_oof_probs(Xl, y, c, k=min(10, max(1, labeled.size - 1))),
+                                       source="knn: out-of-sample 10-NN class frequencies")
+            judged = judge(judgement, y, DetectOptions(**{**opts.get_params(), "features": False}), view=P)
+        else:
+            from ..algorithms import make_algorithm
+            from ..stages import fit_on_graph
 
-            graph, _ = build_graph(X, k=k, sigma=sigma, cache=cache)
-        graph = _as_graph(graph, n)
-        algorithm = make_algorithm(method, dict(params or {}))
-        if algorithm.required_eigenpairs() >= n:
-            raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs "
-                            f"but there are only {n} points")
-        algorithm.fit(graph, labeled, y, c, cache=cache, features=X)
-        judged = judge_labels(algorithm.label_judgement(), labeled, y, n, opts, X)
-        if judged is None:
-            raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
+            builder, build_options = _builder(X, graph, n, k, sigma)
+            algorithm = make_algorithm(method, dict(params or {}))
+            if algorithm.required_eigenpairs() >= n:
+                raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs "
+                                f"but there are only {n} points")
+            from ..algorithms.base import GraphSSLAlgorithm
+
+            if type(algorithm).label_judgement is GraphSSLAlgorithm.label_judgement:
+                raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
+            fitted = fit_on_graph(builder, algorithm, X, labeled, y, c, cache=cache, detect=opts,
+                                  build_options=build_options, features=X, view=P)
+            judged = fitted.issues
+            if judged is None:
+                raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
+
     flipped: np.ndarray | None = None
     if clean_labels is not None:
         known = y_clean != -1
@@ -160,7 +214,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, graph:
             flipped = flipped.astype(bool)
     df = issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped,
                       judged.issue_probability)
-    df.attrs["estimated_issues"] = judged.estimated_issues  # confident learning's estimate of the wrong labels
-    df.attrs["expected_issues"] = judged.expected_issues  # the sum of issue_probability
+    df.attrs["estimated_issues"] = judged.estimated_issues  # the estimated number of wrong labels (the one count)
+    df.attrs["expected_issues"] = judged.expected_issues  # the sum of issue_probability (a sum of doubts)
     df.attrs["method"] = method
     return df

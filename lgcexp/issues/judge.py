@@ -9,7 +9,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .cuts import decide, estimate_issues, issue_probability
+from .count import estimate_wrong_labels
+from .cuts import decide, issue_probability
 from .judgement import LabelJudgement, label_quality, suggested_labels
 from .options import DetectOptions
 from .views import choose_feature_model, combine_views, feature_probs, view_rows
@@ -22,8 +23,9 @@ class JudgedLabels:
     """The outcome of :func:`judge` on the labelled points (in the order of the labelled set): ``probs``
     the reported distribution, ``quality``, ``suggested``, ``is_issue``, the ``cut`` applied, the
     judgement's ``source``, whether the feature view took part (``features``) and its out-of-fold agreement
-    with the labels the method keeps (``feature_agreement``; None where it was not fitted), confident
-    learning's estimate of the number of wrong labels (``estimated_issues``), each label's probability of
+    with the labels the method keeps (``feature_agreement``; None where it was not fitted), the estimated
+    number of wrong labels (``estimated_issues``, :func:`lgcexp.issues.count.estimate_wrong_labels`: the one
+    count reported), each label's probability of
     being wrong (``issue_probability``, :func:`issue_probability` over the views that took part) and the
     feature view's out-of-fold distribution (``feature_view``; None where it was not fitted)."""
 
@@ -42,7 +44,8 @@ class JudgedLabels:
 
     @property
     def expected_issues(self) -> float | None:
-        """The expected number of wrong labels: the sum of :attr:`issue_probability`."""
+        """The sum of :attr:`issue_probability` (not the estimate of the wrong labels: it also counts the
+        share of doubt of every ambiguous label, and overestimates, docs/label_issues.md#count)."""
         return None if self.issue_probability is None else float(np.sum(self.issue_probability))
 
 
@@ -55,11 +58,15 @@ def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions
 
 
 def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOptions | Mapping[str, Any] | None = None,
-          X: np.ndarray | None = None, feature_model: str = "lda") -> JudgedLabels | None:
+          X: np.ndarray | None = None, feature_model: str = "lda",
+          view: np.ndarray | None = None) -> JudgedLabels | None:
     """Quality, suggestion and decision from a method's judgement under the ``detect`` options (None when
     the method does not judge labels). ``X``: the features of the labelled points (same order as ``y``), for
     the feature view; None (or ``features=false``) leaves it out; ``feature_model``: its model
-    (:data:`FEATURE_MODELS`; the callers pick it by :func:`choose_feature_model`). ``cut=method`` falls back to
+    (:data:`FEATURE_MODELS`; the callers pick it by :func:`choose_feature_model`). ``view``: an out-of-fold
+    distribution of the labelled points given by the user (``pred_probs``, :mod:`lgcexp.issues.pred_probs`),
+    taken as the second view instead of fitting one on ``X`` (no agreement gate: it is the user's model; its
+    agreement is still recorded). ``cut=method`` falls back to
     ``consensus`` for a method that has no verdict of its own (logged)."""
     if judgement is None:
         return None
@@ -69,7 +76,13 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     n_classes = evidence.shape[1]
     probs, used, agreement, fp = evidence, False, None, None
     views = [evidence]
-    if opts.features and X is not None and y.size:
+    if view is not None and y.size:
+        fp = np.asarray(view, dtype=np.float64)
+        kept = suggested_labels(evidence, y) == y
+        agreement = float(np.mean(fp.argmax(axis=1)[kept] == y[kept])) if kept.any() else None
+        probs, used, feature_model = combine_views(evidence, fp), True, "pred_probs"
+        views.append(fp)
+    elif opts.features and X is not None and y.size:
         own_issue = suggested_labels(evidence, y) != y
         fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds, model=feature_model)
         if fp is not None and (~own_issue).any():
@@ -88,24 +101,26 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
                       min_per_class=opts.min_per_class, evidence=evidence)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
-                        feature_agreement=agreement, estimated_issues=estimate_issues(probs, y),
+                        feature_agreement=agreement, estimated_issues=estimate_wrong_labels(probs, y),
                         issue_probability=issue_probability(views, y), feature_model=feature_model if used else None,
                         feature_view=fp)
 
 
 def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.ndarray, n: int,
-                 options: DetectOptions | Mapping[str, Any] | None = None, X: Any = None) -> JudgedLabels | None:
+                 options: DetectOptions | Mapping[str, Any] | None = None, X: Any = None,
+                 view: np.ndarray | None = None) -> JudgedLabels | None:
     """:func:`judge` of a method's judgement of the ``labeled`` points among ``n`` (the one entry of the
     command, the estimators and :func:`lgcexp.issues.find.find_label_issues`): the feature view reads the
     labelled rows of ``X`` (all the data's features, or None) through :func:`view_rows` (a large or
     memory-mapped X is never copied whole) and its model is chosen by the labelled share
-    (:func:`choose_feature_model`)."""
+    (:func:`choose_feature_model`); ``view``: the user's out-of-fold distribution of the labelled points
+    instead (:func:`judge`)."""
     if judgement is None:
         return None
     opts = _options(options)
     model = choose_feature_model(len(labeled), n)
-    Xl = view_rows(X, labeled, standardize=model != "mlp") if opts.features else None
-    return judge(judgement, y, opts, X=Xl, feature_model=model)
+    Xl = view_rows(X, labeled, standardize=model != "mlp") if opts.features and view is None else None
+    return judge(judgement, y, opts, X=Xl, feature_model=model, view=view)
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,

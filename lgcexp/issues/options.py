@@ -7,13 +7,12 @@ from ..params import Boolean, Configurable, Interval, Options
 __all__ = ["CL_FILTERS", "CUTS", "DetectOptions"]
 
 #: the confident-learning filters (Northcutt et al. 2021, section 3.2)
-#: the confident-learning filters (Northcutt et al. 2021, section 3.2)
 CL_FILTERS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_joint")
 
 
 #: decision rules: ``consensus`` (default), ``suggested``, confident learning (each filter), ``threshold``,
-#: ``method``
-CUTS = ("consensus", "suggested", *CL_FILTERS, "threshold", "method")
+#: ``method``, ``count``
+CUTS = ("consensus", "suggested", *CL_FILTERS, "threshold", "method", "count")
 
 
 class DetectOptions(Configurable):
@@ -34,7 +33,9 @@ class DetectOptions(Configurable):
     - ``prune_by_noise_rate``, ``prune_by_class``, ``both``, ``confident_joint``: confident learning on the
       reported distribution (:func:`confident_learning`; ``min_per_class`` labels of each class are kept);
     - ``threshold``: flagged where the quality is below ``threshold``;
-    - ``method``: the method's own verdict (AutoL: omega <= 0; SIIS: corrected labels).
+    - ``method``: the method's own verdict (AutoL: omega <= 0; SIIS: corrected labels);
+    - ``count``: the estimated number of wrong labels (:func:`lgcexp.issues.count.estimate_wrong_labels`),
+      lowest quality first (the default of ``find_label_issues(labels, pred_probs=...)``).
     """
 
     name = "detect"

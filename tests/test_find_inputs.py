@@ -1,0 +1,142 @@
+"""find_label_issues as a front end: inputs never modified, the six detect options, bad inputs in one line,
+the pred_probs view and the one count (lgcexp.issues.count)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from conftest import two_clusters
+
+from lgcexp.errors import UserError
+from lgcexp.issues.count import calibrate_temperature, count_cut, estimate_wrong_labels, majority_joint
+from lgcexp.issues.find import find_label_issues
+
+
+def _problem(seed=0):
+    X, y = two_clusters(n_per=40, seed=seed)
+    labels = y.copy()
+    for w in (3, 11, 50, 66):
+        labels[w] = 1 - labels[w]
+    return X, labels, y
+
+
+def _affinity(X):
+    D = ((X[:, None] - X[None]) ** 2).sum(-1)
+    return np.exp(-D / 2) * (D < 4.0)
+
+
+def test_inputs_are_never_modified():
+    X, labels, y = _problem()
+    W = sp.csr_matrix(_affinity(X))  # with its ones on the diagonal: dropped by the rule, not in place
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(2), size=y.size)
+    P[np.arange(y.size), y] += 2.0
+    P /= P.sum(axis=1, keepdims=True)
+    before = (X.copy(), labels.copy(), W.data.copy(), W.indices.copy(), W.indptr.copy(), W.nnz, P.copy())
+    find_label_issues(X, labels, graph=W, pred_probs=P, method="lgc")
+    find_label_issues(None, labels, graph=W, method="lgc")
+    find_label_issues(labels=labels, pred_probs=P)
+    after = (X, labels, W.data, W.indices, W.indptr, W.nnz, P)
+    for b, a in zip(before, after):
+        assert np.array_equal(b, a)
+    assert W.diagonal().min() == 1.0
+
+
+def test_graph_with_self_loops_equals_graph_without():
+    X, labels, _ = _problem(1)
+    W = _affinity(X)
+    looped = find_label_issues(None, labels, graph=W, method="lgc")
+    np.fill_diagonal(W, 0.0)
+    pd.testing.assert_frame_equal(looped, find_label_issues(None, labels, graph=sp.csr_matrix(W), method="lgc"))
+
+
+def test_the_six_detect_options_reach_the_judgement():
+    X, labels, _ = _problem()
+    base = find_label_issues(X, labels, method="lgc", cut="threshold", threshold=0.5)
+    strict = find_label_issues(X, labels, method="lgc", cut="threshold", threshold=0.99)
+    assert strict["is_label_issue"].sum() > base["is_label_issue"].sum()
+    kept = find_label_issues(X, labels, method="lgc", cut="prune_by_class", min_per_class=40)
+    assert not kept["is_label_issue"].any()  # 40 labels per class: none may go
+    for bad, match in [({"folds": 1}, "^folds=1 is not allowed"), ({"min_agreement": 2}, "^min_agreement=2"),
+                       ({"threshold": -1}, "^threshold=-1"), ({"min_per_class": -1}, "^min_per_class=-1"),
+                       ({"features": "maybe"}, "^features='maybe' is not allowed: use True or False$")]:
+        with pytest.raises(UserError, match=match):
+            find_label_issues(X, labels, method="lgc", **bad)
+
+
+def test_sparse_X_is_refused_in_one_line():
+    X, labels, _ = _problem()
+    with pytest.raises(UserError, match=r"^X: a scipy sparse matrix is not allowed; give dense features"):
+        find_label_issues(sp.csr_matrix(X), labels)
+
+
+def _cifar_like(n=3000, c=5, rate=0.1, seed=0):
+    """Labels with ``rate`` of them flipped and out-of-fold-like probabilities: the true class usually clear,
+    sometimes split with another."""
+    rng = np.random.default_rng(seed)
+    t = rng.integers(0, c, n)
+    logits = rng.normal(size=(n, c))
+    logits[np.arange(n), t] += rng.gamma(2.0, 2.0, n)
+    P = np.exp(logits)
+    P /= P.sum(axis=1, keepdims=True)
+    y = t.copy()
+    wrong = rng.random(n) < rate
+    y[wrong] = (t[wrong] + rng.integers(1, c, wrong.sum())) % c
+    return P, y, t
+
+
+def test_pred_probs_alone_ranks_by_self_confidence_and_cuts_at_the_estimate():
+    P, y, t = _cifar_like()
+    df = find_label_issues(labels=y, pred_probs=P, clean_labels=t).sort_values("index")
+    assert df.attrs["method"] == "pred_probs"
+    np.testing.assert_allclose(df["label_quality"], P[np.arange(y.size), y])
+    assert df["is_label_issue"].sum() == df.attrs["estimated_issues"] == estimate_wrong_labels(P, y)
+    flagged_q = df.loc[df["is_label_issue"], "label_quality"]
+    assert flagged_q.max() <= df.loc[~df["is_label_issue"], "label_quality"].min()
+    truth = int((y != t).sum())
+    assert abs(df.attrs["estimated_issues"] - truth) < 0.25 * truth
+    # string labels: columns in the sorted order of the values
+    names = np.array(["a", "b", "c", "d", "e"])
+    df2 = find_label_issues(labels=names[y], pred_probs=P).sort_values("index")
+    assert (df2["is_label_issue"].to_numpy() == df["is_label_issue"].to_numpy()).all()
+
+
+def test_pred_probs_as_second_view_with_features():
+    X, labels, y = _problem()
+    P = np.full((y.size, 2), 0.1)
+    P[np.arange(y.size), y] = 0.9
+    df = find_label_issues(X, labels, pred_probs=P, method="lgc", clean_labels=y)
+    assert sorted(df.loc[df["is_label_issue"], "index"]) == [3, 11, 50, 66]
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda P: P[:, :1], r"^pred_probs has 1 columns, fewer than the 2 classes"),
+    (lambda P: np.hstack([P, np.zeros((P.shape[0], 1))]), r"^pred_probs has 3 columns, more than the 2 classes"),
+    (lambda P: P[:-1], r"^pred_probs has 79 rows but labels has 80 values"),
+    (lambda P: P * 2, r"^pred_probs: 80 row\(s\) do not sum to 1 \(first: row 0, sum 2\)"),
+    (lambda P: np.where(np.arange(P.size).reshape(P.shape) == 5, np.nan, P), r"^pred_probs: 1 row\(s\) hold NaN"),
+    (lambda P: P - np.eye(80, 2) * 2, r"^pred_probs: 2 row\(s\) hold negative entries \(first: row 0"),
+    (lambda P: P[0], r"^pred_probs: it has shape \(2,\); it must be 2-D"),
+])
+def test_bad_pred_probs_one_line(change, match):
+    _, labels, y = _problem()
+    P = np.full((y.size, 2), 0.5)
+    with pytest.raises(UserError, match=match) as e:
+        find_label_issues(labels=labels, pred_probs=change(P))
+    assert "\n" not in str(e.value)
+    with pytest.raises(UserError, match=r"^pred_probs: with integer labels column j is class j"):
+        find_label_issues(labels=labels + 1, pred_probs=P)
+
+
+def test_count_against_hand_computation():
+    # three classes; the majority joint by hand, calibrated rows scale to the label counts
+    P = np.array([[0.9, 0.05, 0.05], [0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.4, 0.4, 0.2],
+                  [0.1, 0.8, 0.1], [0.05, 0.9, 0.05], [0.1, 0.1, 0.8], [0.6, 0.2, 0.2]])
+    y = np.array([0, 0, 0, 0, 1, 1, 2, 2])
+    C = majority_joint(P, y, 3)
+    assert C.tolist() == [[2, 1, 0], [0, 2, 0], [1, 0, 1]]  # row 3 (0.4/0.4) is split: not counted
+    Q, T = calibrate_temperature(P, y)
+    ll = lambda t: np.mean(np.log((P ** (1 / t) / (P ** (1 / t)).sum(1, keepdims=True))[np.arange(8), y]))  # noqa
+    assert ll(T) >= max(ll(T * 1.05), ll(T / 1.05)) - 1e-9
+    assert count_cut(P, y, 2).tolist() == [False, False, True, False, False, False, False, True]
