@@ -140,3 +140,33 @@ def test_count_against_hand_computation():
     ll = lambda t: np.mean(np.log((P ** (1 / t) / (P ** (1 / t)).sum(1, keepdims=True))[np.arange(8), y]))  # noqa
     assert ll(T) >= max(ll(T * 1.05), ll(T / 1.05)) - 1e-9
     assert count_cut(P, y, 2).tolist() == [False, False, True, False, False, False, False, True]
+
+
+def test_issue_type_and_evidence_of_each_flag():
+    import scipy.sparse as sp_
+
+    from lgcexp.issues.explain import issue_types
+
+    P = np.array([[0.1, 0.8, 0.1], [0.45, 0.4, 0.15], [0.7, 0.2, 0.1], [0.3, 0.3, 0.4]])
+    y = np.array([0, 0, 0, 1])
+    s = P.argmax(axis=1)
+    assert issue_types(P, y, s, np.array([True, True, False, True])).tolist() == ["wrong", "ambiguous", "",
+                                                                                  "ambiguous"]
+    X, labels, truth = _problem()
+    df, ev = find_label_issues(X, labels, method="lgc", evidence=True, clean_labels=truth)
+    flagged = df[df["is_label_issue"]]
+    assert (flagged["issue_type"] == "wrong").all() and flagged["is_flipped"].all()
+    assert ev["index"].tolist() == flagged["index"].tolist()
+    assert (ev["reported_p_suggested"] > 0.5).all() and (ev["method_p_given"] < ev["method_p_suggested"]).all()
+    # the neighbours: the heaviest edges of the kNN graph to other labelled points, by hand
+    from lgcexp.graph import build_graph
+
+    W = sp_.csr_matrix(build_graph(X, k=10, sigma="mean")[0].W)
+    i = int(ev["index"][0])
+    row = W.getrow(i).toarray().ravel()
+    row[i] = 0
+    top = np.argsort(-row, kind="stable")[:5]
+    listed = [(int(a), int(b), float(c)) for a, b, c in (t.split(":") for t in ev["neighbours"][0].split(";"))]
+    assert [t[0] for t in listed] == top.tolist()
+    assert [t[1] for t in listed] == labels[top].tolist()
+    np.testing.assert_allclose([t[2] for t in listed], row[top], rtol=1e-3)

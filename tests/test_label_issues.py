@@ -371,7 +371,7 @@ def test_find_label_issues_on_two_clusters(method, params):
     X, labels, names, wrong = _toy_labels()
     df = find_label_issues(X, labels, method=method, params=params, clean_labels=names)
     assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
-                                "is_label_issue", "is_flipped"]
+                                "is_label_issue", "issue_type", "is_flipped"]
     assert df["issue_probability"].between(0, 1).all()
     flagged = df["is_label_issue"].to_numpy()
     assert df["issue_probability"][flagged].min() > df["issue_probability"][~flagged].mean()
@@ -434,7 +434,7 @@ def test_run_writes_label_issues_and_metrics(tmp_path):
     r = run(make_cfg("algo=lgc", "noise.rate=0.2", tmp=tmp_path), out_dir=tmp_path / "lgc")
     df = pd.read_csv(tmp_path / "lgc" / frames.ISSUES_FILE)
     assert list(df.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
-                                "is_label_issue", "is_flipped"]
+                                "is_label_issue", "issue_type", "is_flipped"]
     assert r["detect_expected_issues"] == pytest.approx(df["issue_probability"].sum())
     assert len(df) == r["n_labeled"] and df["is_flipped"].sum() == r["n_flipped"] == 20
     flagged = df[df["is_label_issue"]]

@@ -87,7 +87,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
                       graph: Any = None, method: str | None = None, params: Mapping[str, Any] | None = None,
                       cut: str | None = None, features: bool = True, folds: int = 5, min_agreement: float = 0.8,
                       threshold: float = 0.5, min_per_class: int = 1, k: int = 10, sigma: float | str = "mean",
-                      unlabeled_value: Any = -1, clean_labels: Any = None, cache: Any = None) -> pd.DataFrame:
+                      unlabeled_value: Any = -1, clean_labels: Any = None, cache: Any = None,
+                      evidence: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
 
     What a user brings (docs/label_issues.md):
@@ -116,7 +117,10 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     ``df.attrs["estimated_issues"]``: the estimated number of wrong labels (the one count,
     :func:`lgcexp.issues.count.estimate_wrong_labels`); ``df.attrs["expected_issues"]``: the sum of the column
     ``issue_probability`` (a sum of doubts, which overestimates the count); ``df.attrs["method"]``: the method
-    used (``pred_probs`` where they alone judged).
+    used (``pred_probs`` where they alone judged). ``evidence=True``: returns (that table, the evidence of
+    every flag: :func:`lgcexp.issues.explain.evidence_frame`, the table of ``label_issue_evidence.csv``).
+    Column ``issue_type``: ``wrong`` (the evidence clearly names another class) or ``ambiguous`` (it is split)
+    for a flagged label, the clearly wrong first.
 
     Rows: one per labelled point, the flagged labels first, most suspicious (lowest ``label_quality``) first;
     ``index`` is the point's row in ``X``/``labels``; ``given_label`` and ``suggested_label`` are in the
@@ -136,6 +140,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     c = int(classes.size)
     if c < 2:
         raise UserError(f"labels: {c} distinct label(s) among the labelled points; need at least 2 classes")
+    if not isinstance(evidence, (bool, np.bool_)):
+        raise UserError(f"evidence={evidence!r} is not allowed: use True or False")
     if not isinstance(features, (bool, np.bool_)):
         raise UserError(f"features={features!r} is not allowed: use True or False")
     if X is not None:
@@ -166,6 +172,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
         y_clean[np.flatnonzero(known)] = yk
     from .loo import DENSE_METHODS, dense_refusal
 
+    W = None
     if alone:
         if method is not None:
             raise UserError(f"method={method} needs X (features) or graph; pred_probs alone are judged as given")
@@ -201,7 +208,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
                 raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
             fitted = fit_on_graph(builder, algorithm, X, labeled, y, c, cache=cache, detect=opts,
                                   build_options=build_options, features=X, view=P)
-            judged = fitted.issues
+            judged, W = fitted.issues, fitted.graph.W
             if judged is None:
                 raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
 
@@ -213,8 +220,12 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
         if known.all():
             flipped = flipped.astype(bool)
     df = issues_frame(labeled, classes[y], classes[judged.suggested], judged.quality, judged.is_issue, flipped,
-                      judged.issue_probability)
+                      judged.issue_probability, judged.issue_type)
     df.attrs["estimated_issues"] = judged.estimated_issues  # the estimated number of wrong labels (the one count)
     df.attrs["expected_issues"] = judged.expected_issues  # the sum of issue_probability (a sum of doubts)
     df.attrs["method"] = method
+    if evidence:
+        from .explain import evidence_frame
+
+        return df, evidence_frame(judged, labeled, y, classes, None if W is None else W)
     return df

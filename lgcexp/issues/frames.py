@@ -17,7 +17,7 @@ ISSUES_FILE = "label_issues.csv"
 
 #: the columns of label_issues.csv, in order (``is_flipped`` only where clean labels are known)
 COLUMNS = ("index", "given_label", "suggested_label", "label_quality", "issue_probability", "is_label_issue",
-           "is_flipped")
+           "issue_type", "is_flipped")
 
 
 def detection_metrics(quality: np.ndarray, is_issue: np.ndarray, flipped: np.ndarray,
@@ -68,9 +68,11 @@ def detection_metrics(quality: np.ndarray, is_issue: np.ndarray, flipped: np.nda
 
 def issues_frame(index: np.ndarray, given: np.ndarray, suggested: np.ndarray, quality: np.ndarray,
                  is_issue: np.ndarray, flipped: np.ndarray | None = None,
-                 probability: np.ndarray | None = None) -> pd.DataFrame:
-    """``label_issues.csv`` as a DataFrame: one row per labelled point, the flagged labels first, each group
-    by increasing quality (most suspicious first), ties by index. ``flipped``: None where no clean label is
+                 probability: np.ndarray | None = None, issue_type: np.ndarray | None = None) -> pd.DataFrame:
+    """``label_issues.csv`` as a DataFrame: one row per labelled point, the flagged labels first (the clearly
+    ``wrong`` before the ``ambiguous``, ``issue_type``: :func:`lgcexp.issues.explain.issue_types`; None: the
+    column is left out), each group by increasing quality (most suspicious first), ties by index. ``flipped``:
+    None where no clean label is
     known (the column is left out); an object array with None where only some are. ``probability``: each
     label's probability of being wrong (column ``issue_probability`` after ``label_quality``; None: left
     out)."""
@@ -83,12 +85,16 @@ def issues_frame(index: np.ndarray, given: np.ndarray, suggested: np.ndarray, qu
     if probability is not None:
         cols["issue_probability"] = np.asarray(probability, dtype=np.float64)
     cols["is_label_issue"] = np.asarray(is_issue, dtype=bool)
+    kind = np.zeros(cols["index"].size, dtype=np.int64)
+    if issue_type is not None:
+        cols["issue_type"] = np.asarray(issue_type, dtype=object)
+        kind = (cols["issue_type"] != "wrong").astype(np.int64)
     if flipped is not None:
         cols["is_flipped"] = np.asarray(flipped)
     import pandas as pd
 
     df = pd.DataFrame(cols)
-    order = np.lexsort((np.asarray(index), cols["label_quality"], ~cols["is_label_issue"]))
+    order = np.lexsort((np.asarray(index), cols["label_quality"], kind, ~cols["is_label_issue"]))
     return df.iloc[order].reset_index(drop=True)
 
 
@@ -125,4 +131,4 @@ def run_frame(judged: JudgedLabels, split: Any, label_values: np.ndarray | None 
         return np.asarray(k) if label_values is None else np.asarray(label_values)[np.asarray(k)]
 
     return issues_frame(split.labeled, values(split.y_observed), values(judged.suggested), judged.quality,
-                        judged.is_issue, flipped, judged.issue_probability)
+                        judged.is_issue, flipped, judged.issue_probability, judged.issue_type)

@@ -27,7 +27,9 @@ class JudgedLabels:
     number of wrong labels (``estimated_issues``, :func:`lgcexp.issues.count.estimate_wrong_labels`: the one
     count reported), each label's probability of
     being wrong (``issue_probability``, :func:`issue_probability` over the views that took part) and the
-    feature view's out-of-fold distribution (``feature_view``; None where it was not fitted)."""
+    feature view's out-of-fold distribution (``feature_view``; None where it was not fitted; the user's
+    ``pred_probs`` where they were the second view), the method's own distribution (``evidence``) and the given
+    labels (``y``)."""
 
     probs: np.ndarray
     quality: np.ndarray
@@ -41,6 +43,15 @@ class JudgedLabels:
     issue_probability: np.ndarray | None = None
     feature_model: str | None = None
     feature_view: np.ndarray | None = None
+    evidence: np.ndarray | None = None
+    y: np.ndarray | None = None
+
+    @property
+    def issue_type(self) -> np.ndarray:
+        """``wrong`` / ``ambiguous`` per flagged label, "" otherwise (:func:`lgcexp.issues.explain.issue_types`)."""
+        from .explain import issue_types
+
+        return issue_types(self.probs, self.y, self.suggested, self.is_issue)
 
     @property
     def expected_issues(self) -> float | None:
@@ -103,7 +114,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
                         feature_agreement=agreement, estimated_issues=estimate_wrong_labels(probs, y),
                         issue_probability=issue_probability(views, y), feature_model=feature_model if used else None,
-                        feature_view=fp)
+                        feature_view=fp, evidence=evidence, y=y)
 
 
 def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.ndarray, n: int,

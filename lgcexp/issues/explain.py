@@ -1,0 +1,96 @@
+"""What kind of issue a flag is, and why it was raised (docs/label_issues.md#why).
+
+- :func:`issue_types`: ``wrong`` where the evidence clearly names another class (the suggested class holds
+  more than half of the reported distribution, :data:`lgcexp.issues.count.MAJORITY`, the rule the count uses),
+  ``ambiguous`` where it is split between the given class and others (no other class holds a majority);
+- :func:`evidence_frame`: for each flagged label, the labelled graph neighbours that voted (index, label, edge
+  weight; the strongest :data:`NEIGHBOURS`) and each view's probability of the given and the suggested class
+  (the method's own leave-one-out evidence, the feature view or the user's ``pred_probs``) — the companion file
+  ``label_issue_evidence.csv``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .count import MAJORITY
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ISSUE_TYPES", "EVIDENCE_FILE", "NEIGHBOURS", "issue_types", "evidence_frame"]
+
+#: the values of the ``issue_type`` column ("" for a label that is not flagged)
+ISSUE_TYPES = ("wrong", "ambiguous")
+
+EVIDENCE_FILE = "label_issue_evidence.csv"
+
+#: labelled neighbours listed per flag (the strongest edges)
+NEIGHBOURS = 5
+
+
+def issue_types(probs: np.ndarray, y: np.ndarray, suggested: np.ndarray, is_issue: np.ndarray) -> np.ndarray:
+    """``wrong`` / ``ambiguous`` per flagged label (module docstring), "" for the others (object array)."""
+    P = np.asarray(probs, dtype=np.float64)
+    s = np.asarray(suggested, dtype=np.int64)
+    flag = np.asarray(is_issue, dtype=bool)
+    out = np.full(flag.size, "", dtype=object)
+    if not flag.any():
+        return out
+    clear = (s != np.asarray(y)) & (P[np.arange(s.size), s] > MAJORITY)
+    out[flag & clear] = "wrong"
+    out[flag & ~clear] = "ambiguous"
+    return out
+
+
+def _neighbours(W: Any, labeled: np.ndarray, y: np.ndarray, classes: np.ndarray, rows: np.ndarray,
+                k: int) -> list[str]:
+    """For each labelled row in ``rows`` (positions in ``labeled``): its ``k`` heaviest edges to other labelled
+    points, as ``index:label:weight`` joined by ``;``."""
+    import scipy.sparse as sp
+
+    W = sp.csr_matrix(W)
+    pos = np.full(W.shape[0], -1, dtype=np.int64)
+    pos[labeled] = np.arange(labeled.size)
+    out = []
+    for r in rows:
+        i = labeled[r]
+        cols, w = W.indices[W.indptr[i]:W.indptr[i + 1]], W.data[W.indptr[i]:W.indptr[i + 1]]
+        keep = (pos[cols] >= 0) & (cols != i)
+        cols, w = cols[keep], w[keep]
+        top = np.argsort(-w, kind="stable")[:k]
+        out.append(";".join(f"{int(cols[t])}:{classes[y[pos[cols[t]]]]}:{w[t]:.4g}" for t in top))
+    return out
+
+
+def evidence_frame(judged: Any, labeled: np.ndarray, y: np.ndarray, classes: np.ndarray,
+                   W: Any = None, k: int = NEIGHBOURS) -> pd.DataFrame:
+    """One row per flagged label, in the order of ``label_issues.csv``'s flagged rows: ``index``,
+    ``given_label``, ``suggested_label``, ``issue_type``, ``method_p_given`` / ``method_p_suggested`` (the
+    method's own evidence, without the label), ``view_p_given`` / ``view_p_suggested`` (the second view: the
+    feature view or ``pred_probs``; empty where none took part), ``reported_p_given`` /
+    ``reported_p_suggested`` (the distribution that ranks), and ``neighbours`` (``W``: the graph, None: left
+    out)."""
+    import pandas as pd
+
+    labeled = np.asarray(labeled)
+    y = np.asarray(y, dtype=np.int64)
+    flag = np.flatnonzero(judged.is_issue)
+    types = issue_types(judged.probs, y, judged.suggested, judged.is_issue)
+    order = flag[np.lexsort((labeled[flag], judged.quality[flag], types[flag] != "wrong"))]
+    s = judged.suggested[order]
+    g = y[order]
+
+    def at(M: Any, cls: np.ndarray) -> np.ndarray:
+        return np.full(order.size, np.nan) if M is None else np.asarray(M, dtype=np.float64)[order, cls]
+
+    view = judged.feature_view if judged.features else None
+    cols: dict[str, Any] = {"index": labeled[order], "given_label": classes[g], "suggested_label": classes[s],
+                            "issue_type": types[order],
+                            "method_p_given": at(judged.evidence, g), "method_p_suggested": at(judged.evidence, s),
+                            "view_p_given": at(view, g), "view_p_suggested": at(view, s),
+                            "reported_p_given": at(judged.probs, g), "reported_p_suggested": at(judged.probs, s)}
+    if W is not None:
+        cols["neighbours"] = _neighbours(W, labeled, y, classes, order, k)
+    return pd.DataFrame(cols)
