@@ -297,7 +297,11 @@ def test_diagnosis_run_without_truth(tmp_path):
     # the report: one row per given label, the two wrong ones flagged first, in the file's label values
     issues = pd.read_csv(out / "label_issues.csv")
     assert list(issues.columns) == ["index", "given_label", "suggested_label", "label_quality", "issue_probability",
-                                    "is_label_issue"]
+                                    "is_label_issue", "issue_type"]
+    assert res["label_issue_evidence"] == "label_issue_evidence.csv"
+    ev = pd.read_csv(out / "label_issue_evidence.csv")
+    assert ev["index"].tolist() == issues["index"][issues["is_label_issue"]].tolist()
+    assert ev["issue_type"].isin(["wrong", "ambiguous"]).all() and ev["neighbours"].str.contains(":").all()
     assert len(issues) == 30 and sorted(issues["index"][:2]) == [8, 48]
     assert issues["is_label_issue"].sum() == 2 and res["n_label_issues"] == 2
     assert issues["given_label"][issues["index"] == 8].item() == "dog"          # blob 0 is "cat"

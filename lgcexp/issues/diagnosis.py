@@ -69,17 +69,14 @@ class GivenLabels:
 ISSUES_FIGURE = "label_issues.png"
 
 
-def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped: np.ndarray | None = None,
-                        graph: Any = None) -> list[str]:
+def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped: np.ndarray | None = None) -> list[str]:
     """The label-issue report of a diagnosis run: its main output.
 
     ``issues``: the judgement (:class:`lgcexp.issues.judge.JudgedLabels`; None for a method that does not
     judge labels: nothing is written). Writes ``label_issues.csv`` (one row per given label, the flagged ones
     first, most suspicious first, labels in the file's own values; ``is_flipped`` where the file has trusted
     labels, empty where a row has none) and ``label_issues.png`` (the histogram of the label quality, flagged
-    and kept labels stacked, and the counts of given vs suggested labels among the flagged ones), and, where a
-    label is flagged, ``label_issue_evidence.csv`` (why: :func:`lgcexp.issues.explain.evidence_frame`, the
-    neighbours from ``graph``). Returns the
+    and kept labels stacked, and the counts of given vs suggested labels among the flagged ones). Returns the
     names of the files written, recorded as ``label_issue_report`` in ``result.json``."""
     if issues is None:
         return []
@@ -97,18 +94,26 @@ def report_label_issues(issues: Any, given: GivenLabels, out_dir: Path, flipped:
                          issues.is_issue, is_flipped, issues.issue_probability, issues.issue_type)
     write_table(Path(out_dir) / ISSUES_FILE, frame)
     written = [ISSUES_FILE]
-    if issues.is_issue.any():
-        from .explain import EVIDENCE_FILE, evidence_frame
-
-        write_table(Path(out_dir) / EVIDENCE_FILE, evidence_frame(issues, given.labeled, given.y, given.classes,
-                                                                  None if graph is None else graph.W))
-        written.append(EVIDENCE_FILE)
     try:
         plot_label_issues(issues, given, Path(out_dir) / ISSUES_FIGURE)
         written.append(ISSUES_FIGURE)
     except Exception as exc:  # a figure must never cost the report
         log.warning("label_issues.png not written: %s", exc)
     return written
+
+
+def report_label_evidence(issues: Any, given: GivenLabels, out_dir: Path, graph: Any = None) -> str | None:
+    """``label_issue_evidence.csv``: why each flagged label was flagged (:func:`lgcexp.issues.explain.evidence_frame`;
+    the voting neighbours from ``graph``). Returns the file's name, recorded as ``label_issue_evidence`` in
+    ``result.json``; None where nothing is flagged or the method does not judge labels."""
+    if issues is None or not issues.is_issue.any():
+        return None
+    from ..records import write_table
+    from .explain import EVIDENCE_FILE, evidence_frame
+
+    write_table(Path(out_dir) / EVIDENCE_FILE, evidence_frame(issues, given.labeled, given.y, given.classes,
+                                                              None if graph is None else graph.W))
+    return EVIDENCE_FILE
 
 
 SUSPICIOUS_FIGURE = "suspicious_examples.png"
@@ -398,7 +403,8 @@ def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: L
     write_labels_csv(out / PREDICTIONS_FILE, prediction_columns(algorithm, data, split))
     given = GivenLabels(labeled=split.labeled, y=split.y_observed, classes=np.asarray(data.classes),
                         y_clean=split.y_clean)
-    result["label_issue_report"] = list(report_label_issues(issues, given, out, graph=graph))
+    result["label_issue_report"] = list(report_label_issues(issues, given, out))
+    result["label_issue_evidence"] = report_label_evidence(issues, given, out, graph)
     if features is not None:
         result["data_issue_report"] = report_data_issues(p, data, split, issues, features, out, result, graph)
     if p.config.get("plot"):
