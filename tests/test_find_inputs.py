@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from conftest import two_clusters
 
 from lgcexp.errors import UserError
-from lgcexp.issues.count import calibrate_temperature, count_cut, estimate_wrong_labels, majority_joint
+from lgcexp.issues.count import calibrate_temperature, clear_classes, count_cut, estimate_wrong_labels
 from lgcexp.issues.find import find_label_issues
 
 
@@ -134,9 +134,20 @@ def test_count_against_hand_computation():
     P = np.array([[0.9, 0.05, 0.05], [0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.4, 0.4, 0.2],
                   [0.1, 0.8, 0.1], [0.05, 0.9, 0.05], [0.1, 0.1, 0.8], [0.6, 0.2, 0.2]])
     y = np.array([0, 0, 0, 0, 1, 1, 2, 2])
-    C = majority_joint(P, y, 3)
-    assert C.tolist() == [[2, 1, 0], [0, 2, 0], [1, 0, 1]]  # row 3 (0.4/0.4) is split: not counted
     Q, T = calibrate_temperature(P, y)
+    clear = clear_classes([P], y)
+    named = np.where(Q.max(axis=1) > 0.5, Q.argmax(axis=1), -1)
+    assert clear.tolist() == named.tolist()
+    C = np.zeros((3, 3), dtype=int)
+    np.add.at(C, (y[named >= 0], named[named >= 0]), 1)
+    N = C * (np.bincount(y, minlength=3) / C.sum(axis=1))[:, None]  # rows scaled to the label counts
+    assert estimate_wrong_labels(P, y) == round(N.sum() - np.trace(N))
+    # two views: counted only where both name the same class clearly
+    other = P[:, [1, 0, 2]]
+    Q2, _ = calibrate_temperature(other, y)
+    named2 = np.where(Q2.max(axis=1) > 0.5, Q2.argmax(axis=1), -1)
+    both = np.where((named == named2) & (named >= 0), named, -1)
+    assert (clear_classes([P, other], y) == both).all() and (both >= 0).sum() < (named >= 0).sum()
     ll = lambda t: np.mean(np.log((P ** (1 / t) / (P ** (1 / t)).sum(1, keepdims=True))[np.arange(8), y]))  # noqa
     assert ll(T) >= max(ll(T * 1.05), ll(T / 1.05)) - 1e-9
     assert count_cut(P, y, 2).tolist() == [False, False, True, False, False, False, False, True]

@@ -14,17 +14,22 @@ measured in docs/label_issues.md#count:
    under-counts (CIFAR-10N: 2,785 / 2,866 where 4,505 are wrong). The majority rule counts those labels and
    leaves out the points whose evidence is split.
 
-The counted matrix is calibrated as confident learning's (:func:`lgcexp.issues.cuts.calibrated_counts`: each
-row scaled to the number of points given that label); its off-diagonal sum is the estimate. :func:`count_cut`
+Where two views judge (the graph's leave-one-out and the feature view, or the user's ``pred_probs``), a point
+counts only where both name the same class clearly: two experts' clear agreement (the ``consensus`` cut's rule
+for the count), which leaves out most of one view's own mistakes at low noise rates. The counted matrix is
+calibrated as confident learning's (:func:`lgcexp.issues.cuts.calibrated_counts`: each row scaled to the number
+of points given that label); its off-diagonal sum is the estimate. :func:`count_cut`
 flags that many labels, the lowest quality first.
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 import numpy as np
 
 from .judgement import _has_evidence, label_quality, normalize_rows
 
-__all__ = ["MAJORITY", "calibrate_temperature", "majority_joint", "estimate_wrong_labels", "count_cut"]
+__all__ = ["MAJORITY", "calibrate_temperature", "clear_classes", "estimate_wrong_labels", "count_cut"]
 
 #: a point counts under its most likely class where that class holds more than this share of the evidence
 MAJORITY = 0.5
@@ -61,32 +66,46 @@ def calibrate_temperature(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray,
     return out, T
 
 
-def majority_joint(probs: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
-    """``C[given, clear]``: the labelled points counted under the class holding more than :data:`MAJORITY`
-    of their (calibrated) probability; points with no such class are not counted."""
-    P = np.asarray(probs, dtype=np.float64)
+def clear_classes(views: Sequence[np.ndarray], y: np.ndarray) -> np.ndarray:
+    """The class every view names clearly, per labelled point (-1: none): each view calibrated
+    (:func:`calibrate_temperature`) and its most likely class holding more than :data:`MAJORITY`, the same class
+    in every view."""
     y = np.asarray(y, dtype=np.int64)
-    C = np.zeros((int(n_classes), int(n_classes)), dtype=np.int64)
-    if not y.size:
-        return C
-    best = P.argmax(axis=1)
-    clear = P[np.arange(y.size), best] > MAJORITY
-    np.add.at(C, (y[clear], best[clear]), 1)
-    return C
+    clear = np.full(y.size, -1, dtype=np.int64)
+    best = None
+    ok = np.ones(y.size, dtype=bool)
+    for v in views:
+        Q, _ = calibrate_temperature(v, y)
+        b = Q.argmax(axis=1) if y.size else np.zeros(0, dtype=np.int64)
+        ok &= Q[np.arange(y.size), b] > MAJORITY
+        if best is None:
+            best = b
+        else:
+            ok &= b == best
+    if best is not None:
+        clear[ok] = best[ok]
+    return clear
 
 
-def estimate_wrong_labels(probs: np.ndarray, y: np.ndarray) -> int:
-    """The estimated number of wrong labels among ``y`` from a class distribution made without each label
-    (module docstring): calibrate (:func:`calibrate_temperature`), count (:func:`majority_joint`), scale each
-    row to its label count (:func:`lgcexp.issues.cuts.calibrated_counts`) and sum off the diagonal."""
+def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray) -> int:
+    """The estimated number of wrong labels among ``y`` from one or more class distributions, each made without
+    the labels it judges (module docstring): the points every view names clearly (:func:`clear_classes`)
+    counted under (given, named class), each row scaled to its label count
+    (:func:`lgcexp.issues.cuts.calibrated_counts`), the off-diagonal summed. With two views (the graph's
+    leave-one-out and the feature view) a label counts as wrong only where both name the same other class
+    clearly, as the ``consensus`` cut flags only where both prefer another class."""
     from .cuts import calibrated_counts
 
-    P = np.asarray(probs, dtype=np.float64)
+    views = [views] if isinstance(views, np.ndarray) and views.ndim == 2 else list(views)
     y = np.asarray(y, dtype=np.int64)
     if not y.size:
         return 0
-    Q, _ = calibrate_temperature(P, y)
-    N = calibrated_counts(majority_joint(Q, y, P.shape[1]), y)
+    c = int(np.asarray(views[0]).shape[1])
+    clear = clear_classes(views, y)
+    C = np.zeros((c, c), dtype=np.int64)
+    ok = clear >= 0
+    np.add.at(C, (y[ok], clear[ok]), 1)
+    N = calibrated_counts(C, y)
     return int(N.sum() - np.trace(N))
 
 

@@ -173,14 +173,15 @@ def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None =
 
 def decide(probs: np.ndarray, y: np.ndarray, cut: str = "suggested", *, threshold: float = 0.5,
            decision: np.ndarray | None = None, min_per_class: int = 1,
-           evidence: np.ndarray | None = None) -> np.ndarray:
+           evidence: np.ndarray | None = None, count: int | None = None) -> np.ndarray:
     """``is_label_issue`` by the rule ``cut`` (:data:`CUTS`); none uses clean labels.
 
     ``suggested``: the suggested label differs from the given one; ``consensus``: that, and the same in
     the method's own ``evidence`` (l x c; default ``probs``); a confident-learning filter
     (:func:`confident_learning`); ``threshold``: quality below ``threshold``; ``method``: the method's own
     ``decision`` (refused when it has none); ``count``: the estimated number of wrong labels, lowest quality
-    first (:func:`lgcexp.issues.count.count_cut`)."""
+    first (:func:`lgcexp.issues.count.count_cut`; ``count``: that estimate where the caller made it from all
+    its views, default from ``probs``)."""
     probs = np.asarray(probs, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     if cut == "suggested":
@@ -195,7 +196,7 @@ def decide(probs: np.ndarray, y: np.ndarray, cut: str = "suggested", *, threshol
     if cut == "count":
         from .count import count_cut
 
-        return count_cut(probs, y)
+        return count_cut(probs, y, count)
     if cut == "method":
         if decision is None:
             raise ValueError("cut='method': this method makes no decision of its own")

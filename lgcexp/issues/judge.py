@@ -108,11 +108,12 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
         logging.getLogger("lgcexp").warning("detect.cut=method: this method makes no decision of its own; "
                                             "using detect.cut=consensus")
         cut = "consensus"
+    estimated = estimate_wrong_labels(views, y)
     is_issue = decide(probs, y, cut, threshold=opts.threshold, decision=judgement.decision,
-                      min_per_class=opts.min_per_class, evidence=evidence)
+                      min_per_class=opts.min_per_class, evidence=evidence, count=estimated)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
                         is_issue=is_issue, cut=cut, source=judgement.source, features=used,
-                        feature_agreement=agreement, estimated_issues=estimate_wrong_labels(probs, y),
+                        feature_agreement=agreement, estimated_issues=estimated,
                         issue_probability=issue_probability(views, y), feature_model=feature_model if used else None,
                         feature_view=fp, evidence=evidence, y=y)
 
