@@ -72,7 +72,8 @@ def metrics(quality, flag, flipped) -> dict:
 
 
 def cl_estimate(probs, y, c) -> int:
-    from lgcexp.issues.cuts import calibrated_counts, confident_joint
+    from lgcexp.issues.count import calibrated_counts
+    from lgcexp.issues.cuts import confident_joint
 
     C, _ = confident_joint(probs, y, c)
     N = calibrated_counts(C, y)

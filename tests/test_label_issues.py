@@ -15,7 +15,7 @@ from conftest import random_graph, two_clusters
 from helpers import CONF, make_cfg
 
 from lgcexp.errors import UserError
-from lgcexp.issues import cuts, frames, views
+from lgcexp.issues import count, cuts, frames, views
 from lgcexp.issues import judge as judging
 from lgcexp.issues import judgement as jm
 from lgcexp.issues import options as opts_mod
@@ -134,7 +134,7 @@ def test_confident_learning_hand_worked():
     assert np.flatnonzero(cuts.confident_learning(CL_PROBS, CL_Y, filter_by="confident_joint")).tolist() == [2, 6]
     # calibrated counts: each row [2, 1] scaled to the 4 labels of its class -> [8/3, 4/3] -> rounded
     # preserving 4: [3, 1] (the larger remainder, 2/3, gets the extra unit)
-    assert cuts.calibrated_counts(C, CL_Y).tolist() == [[3, 1], [1, 3]]
+    assert count.calibrated_counts(C, CL_Y).tolist() == [[3, 1], [1, 3]]
     # prune by noise rate: the label-0 point with the largest margin p1 - p0 (point 2), and the label-1
     # point with the largest p0 - p1 (point 6)
     assert np.flatnonzero(cuts.confident_learning(CL_PROBS, CL_Y, filter_by="prune_by_noise_rate")).tolist() == [2, 6]
@@ -154,7 +154,7 @@ def test_confident_learning_never_flags_the_most_likely_class_and_counts_by_rate
     assert guess.tolist() == [1, 0, 1, 1, 0, 1] and C.tolist() == [[1, 2], [1, 2]]
     # calibrated = C (rows already sum to 3): prune 2 of class 0 towards 1 by margin (points 0 and 2), 1 of
     # class 1 towards 0 (point 4, the largest p0 - p1), but point 4's own class is its most likely: kept
-    assert cuts.calibrated_counts(C, y).tolist() == [[1, 2], [1, 2]]
+    assert count.calibrated_counts(C, y).tolist() == [[1, 2], [1, 2]]
     flags = cuts.confident_learning(probs, y, filter_by="prune_by_noise_rate")
     assert np.flatnonzero(flags).tolist() == [0, 2]
     assert np.flatnonzero(cuts.confident_learning(probs, y, filter_by="confident_joint")).tolist() == [0, 2]

@@ -7,12 +7,15 @@ Modules, bottom up (a module imports only those above it in this list):
 - :mod:`.options`: the ``detect`` options;
 - :mod:`.out_of_fold`: out-of-fold classifiers (also used by the classifier-confusion noise model);
 - :mod:`.views`: the feature view and the k-NN baseline's probabilities;
+- :mod:`.count`: the one count of wrong labels and the cut at it;
 - :mod:`.cuts`: confident learning, the issue probability, the decision rules;
 - :mod:`.judge`: a judgement plus options -> judged labels (the one entry of every front end);
+- :mod:`.explain`: wrong versus ambiguous, and the evidence of each flag (``label_issue_evidence.csv``);
 - :mod:`.frames`: detection metrics and ``label_issues.csv``;
 - :mod:`.loo`: the scalable leave-one-out (probed diagonal) for more labels than a dense ``P_LL`` holds;
 - :mod:`.data_audit`: outliers and near-duplicates;
 - :mod:`.diagnosis`: the diagnosis run's outputs (tables, pictures, summary);
+- :mod:`.pred_probs`: the user's out-of-fold probabilities as a view (checks and judgement);
 - :mod:`.find`: :func:`find_label_issues`, the front end without Hydra.
 
 Names are imported on first use, so ``import lgcexp.issues.judgement`` stays light.
@@ -32,6 +35,8 @@ _HOME = {
     "detection_metrics": "frames", "issues_frame": "frames", "ISSUES_FILE": "frames",
     "find_data_issues": "data_audit",
     "find_label_issues": "find",
+    "estimate_wrong_labels": "count", "count_cut": "count", "issue_types": "explain", "evidence_frame": "explain",
+    "check_pred_probs": "pred_probs",
 }
 
 __all__ = sorted(_HOME)

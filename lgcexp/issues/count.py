@@ -17,7 +17,7 @@ measured in docs/label_issues.md#count:
 Where two views judge (the graph's leave-one-out and the feature view, or the user's ``pred_probs``), a point
 counts only where both name the same class clearly: two experts' clear agreement (the ``consensus`` cut's rule
 for the count), which leaves out most of one view's own mistakes at low noise rates. The counted matrix is
-calibrated as confident learning's (:func:`lgcexp.issues.cuts.calibrated_counts`: each row scaled to the number
+calibrated as confident learning's (:func:`calibrated_counts`: each row scaled to the number
 of points given that label); its off-diagonal sum is the estimate. :func:`count_cut`
 flags that many labels, the lowest quality first.
 """
@@ -29,12 +29,37 @@ import numpy as np
 
 from .judgement import _has_evidence, label_quality, normalize_rows
 
-__all__ = ["MAJORITY", "calibrate_temperature", "clear_classes", "estimate_wrong_labels", "count_cut"]
+__all__ = ["MAJORITY", "calibrated_counts", "calibrate_temperature", "clear_classes", "estimate_wrong_labels",
+           "count_cut"]
 
 #: a point counts under its most likely class where that class holds more than this share of the evidence
 MAJORITY = 0.5
 
 _FLOOR = 1e-12
+
+
+def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Integers per cell whose row sums are ``totals``: each cell's floor, plus one for the cells with the
+    largest remainders (largest-remainder rounding, row by row)."""
+    F = np.floor(M).astype(np.int64)
+    rem = M - F
+    for i in range(M.shape[0]):
+        extra = int(round(float(totals[i]))) - int(F[i].sum())
+        if extra > 0:
+            F[i, np.argsort(-rem[i], kind="stable")[:extra]] += 1
+    return F
+
+
+def calibrated_counts(C: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Confident learning's calibration of the confident joint, as integer counts: each class keeps at
+    least one confident point of its own (diagonal >= 1), each row is scaled to the number of points given
+    that label and rounded preserving that number (so ``counts[i, j] = l Q[i, j]``, Q the estimated joint
+    distribution of given and true labels)."""
+    C = np.array(C, dtype=np.float64)
+    np.fill_diagonal(C, np.maximum(np.diag(C), 1.0))
+    counts = np.bincount(y, minlength=C.shape[0]).astype(np.float64)
+    Ct = C * (counts / C.sum(axis=1))[:, None]
+    return _round_rows(Ct, counts)
 
 
 def calibrate_temperature(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -91,10 +116,9 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
     """The estimated number of wrong labels among ``y`` from one or more class distributions, each made without
     the labels it judges (module docstring): the points every view names clearly (:func:`clear_classes`)
     counted under (given, named class), each row scaled to its label count
-    (:func:`lgcexp.issues.cuts.calibrated_counts`), the off-diagonal summed. With two views (the graph's
+    (:func:`calibrated_counts`), the off-diagonal summed. With two views (the graph's
     leave-one-out and the feature view) a label counts as wrong only where both name the same other class
     clearly, as the ``consensus`` cut flags only where both prefer another class."""
-    from .cuts import calibrated_counts
 
     views = [views] if isinstance(views, np.ndarray) and views.ndim == 2 else list(views)
     y = np.asarray(y, dtype=np.int64)

@@ -1,8 +1,9 @@
 """The cuts: from a class distribution of the labelled points to a yes/no per label, and the counts.
 
 Confident learning (Northcutt, Jiang & Chuang 2021, JAIR 70: :func:`confident_joint`,
-:func:`calibrated_counts`, :func:`estimate_issues`, :func:`confident_learning`), the posterior probability
-that a label is wrong (:func:`issue_probability`) and the one entry every front end calls (:func:`decide`).
+:func:`lgcexp.issues.count.calibrated_counts`, :func:`estimate_issues`, :func:`confident_learning`), the
+posterior probability that a label is wrong (:func:`issue_probability`) and the one entry every front end
+calls (:func:`decide`).
 """
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Sequence
 
 import numpy as np
 
+from .count import calibrated_counts, count_cut
 from .judgement import _has_evidence, label_quality, normalize_rows, suggested_labels
 from .options import CL_FILTERS, CUTS
 
-__all__ = ["confident_thresholds", "confident_joint", "estimate_issues", "issue_probability", "calibrated_counts",
+__all__ = ["confident_thresholds", "confident_joint", "estimate_issues", "issue_probability",
            "confident_learning", "decide"]
 
 
@@ -50,7 +52,8 @@ def confident_joint(probs: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[n
 
 def estimate_issues(probs: np.ndarray, y: np.ndarray) -> int:
     """Confident learning's estimate of the number of wrong labels: the off-diagonal sum of the calibrated
-    confident joint (:func:`calibrated_counts`), from the distribution ``probs`` alone (no clean labels)."""
+    confident joint (:func:`lgcexp.issues.count.calibrated_counts`), from the distribution ``probs`` alone (no
+    clean labels)."""
     probs = np.asarray(probs, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     if not y.size:
@@ -90,37 +93,14 @@ def issue_probability(views: Sequence[np.ndarray], y: np.ndarray, prior: np.ndar
     return np.clip(out, 0.0, 1.0)
 
 
-def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Integers per cell whose row sums are ``totals``: each cell's floor, plus one for the cells with the
-    largest remainders (largest-remainder rounding, row by row)."""
-    F = np.floor(M).astype(np.int64)
-    rem = M - F
-    for i in range(M.shape[0]):
-        extra = int(round(float(totals[i]))) - int(F[i].sum())
-        if extra > 0:
-            F[i, np.argsort(-rem[i], kind="stable")[:extra]] += 1
-    return F
-
-
-def calibrated_counts(C: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Confident learning's calibration of the confident joint, as integer counts: each class keeps at
-    least one confident point of its own (diagonal >= 1), each row is scaled to the number of points given
-    that label and rounded preserving that number (so ``counts[i, j] = l Q[i, j]``, Q the estimated joint
-    distribution of given and true labels)."""
-    C = np.array(C, dtype=np.float64)
-    np.fill_diagonal(C, np.maximum(np.diag(C), 1.0))
-    counts = np.bincount(y, minlength=C.shape[0]).astype(np.float64)
-    Ct = C * (counts / C.sum(axis=1))[:, None]
-    return _round_rows(Ct, counts)
-
-
 def confident_learning(probs: np.ndarray, y: np.ndarray, n_classes: int | None = None, *,
                        filter_by: str = "prune_by_noise_rate", min_per_class: int = 1) -> np.ndarray:
     """Confident learning (Northcutt, Jiang & Chuang 2021, JAIR 70): which labels to prune.
 
     ``t_j`` = mean ``probs[:, j]`` over points labelled j; ``C[i, j]`` counts points labelled i whose most
-    likely class among those reaching their threshold is j; ``N`` = C calibrated (:func:`calibrated_counts`:
-    row i scaled to the number of points labelled i, rounded preserving it). Then:
+    likely class among those reaching their threshold is j; ``N`` = C calibrated
+    (:func:`lgcexp.issues.count.calibrated_counts`: row i scaled to the number of points labelled i, rounded
+    preserving it). Then:
 
     - ``confident_joint``: the off-diagonal entries of C (a point labelled i counted under j != i);
     - ``prune_by_noise_rate``: for every i != j, the ``N[i, j]`` points labelled i with the largest margin
@@ -194,8 +174,6 @@ def decide(probs: np.ndarray, y: np.ndarray, cut: str = "suggested", *, threshol
     if cut == "threshold":
         return label_quality(probs, y) < float(threshold)
     if cut == "count":
-        from .count import count_cut
-
         return count_cut(probs, y, count)
     if cut == "method":
         if decision is None:
