@@ -181,3 +181,15 @@ def test_issue_type_and_evidence_of_each_flag():
     assert [t[0] for t in listed] == top.tolist()
     assert [t[1] for t in listed] == labels[top].tolist()
     np.testing.assert_allclose([t[2] for t in listed], row[top], rtol=1e-3)
+
+
+def test_the_estimator_leaves_a_precomputed_matrix_as_it_was():
+    from lgcexp.graph.precomputed import PrecomputedGraph
+    from lgcexp.sklearn import LGCClassifier
+
+    X, labels, _ = _problem()
+    W = sp.csr_matrix(_affinity(X))  # ones on the diagonal: dropped by the rule on a copy
+    before = (W.data.copy(), W.indices.copy(), W.indptr.copy(), W.nnz)
+    LGCClassifier(graph=PrecomputedGraph(diagonal="drop")).fit(W, labels)
+    for b, a in zip(before, (W.data, W.indices, W.indptr, W.nnz)):
+        assert np.array_equal(b, a)
