@@ -189,7 +189,9 @@ def format_summary(r: dict[str, Any]) -> str:
     ]
     if r.get("detect_cut") is not None:
         auc = r.get("detect_auc")
+        est = r.get("detect_estimated_issues")
         lines.insert(3, f"  label issues: {r['n_label_issues']} flagged (label_issues.csv)"
+                        + (f", {est} estimated wrong (docs/label_issues.md#count)" if est is not None else "")
                         + (f"; against the {r['n_flipped']} flipped: F1 {r['detect_f1']:.3f}"
                            + (f", ROC AUC {auc:.3f}" if auc is not None else "") if "detect_f1" in r else ""))
     if r.get("n_unreached"):
