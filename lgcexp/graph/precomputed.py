@@ -179,6 +179,12 @@ class PrecomputedGraph(GraphBuilder):
             raise self._refuse("it has no edge (every weight is 0): no label could reach another point", prefix)
         return W, info
 
+    def check_argument(self, M: Any, n: int | None, argument: str) -> sp.csr_matrix:
+        """The checks of :meth:`check_matrix` on a matrix given to a Python function
+        (:func:`lgcexp.issues.find.find_label_issues`' ``graph=``), each refusal naming that ``argument``;
+        returns the checked copy."""
+        return self.check_matrix(M, n, _ARGUMENT + argument)[0]
+
     def check_data(self, n: int, n_classes: int, prefix: str | None = None) -> None:
         """Read and check the file against the data's size (cheap); the result is kept for build. Without a
         path the matrix comes at build (``adjacency=``) and is checked there."""
@@ -226,15 +232,6 @@ class PrecomputedGraph(GraphBuilder):
 _IN_MEMORY = "\0in-memory"
 #: the start of a ``prefix`` that makes a refusal name a Python argument (the rest of the prefix)
 _ARGUMENT = "\0argument:"
-
-
-def graph_from_matrix(M: Any, n: int | None, argument: str, diagonal: str = "refuse") -> Graph:
-    """A checked :class:`Graph` from an affinity matrix given in memory to a Python function (dense or sparse;
-    the checks of ``graph=precomputed``: :meth:`PrecomputedGraph.check_matrix`), refusals naming the
-    function's ``argument``; ``diagonal``: ``refuse`` or ``drop`` self-loops. Keyed by its content."""
-    builder = PrecomputedGraph(diagonal=diagonal)
-    W, info = builder.check_matrix(M, n, _ARGUMENT + argument)
-    return Graph(W=W, sigma=float("nan"), key=stable_hash({"precomputed": _content_hash(W), "v": 1}), info=info)
 
 
 def _content_hash(W: sp.csr_matrix) -> str:

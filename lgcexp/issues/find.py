@@ -49,10 +49,10 @@ def _builder(X: Any, graph: Any, n: int, k: int, sigma: float | str) -> tuple[An
     from ..graph import Graph
 
     if graph is not None:
-        from ..graph.precomputed import _ARGUMENT, PrecomputedGraph
+        from ..graph.precomputed import PrecomputedGraph
 
         builder = PrecomputedGraph(diagonal="drop")
-        W, _ = builder.check_matrix(graph.W if isinstance(graph, Graph) else graph, n, _ARGUMENT + "graph")
+        W = builder.check_argument(graph.W if isinstance(graph, Graph) else graph, n, "graph")
         lonely = int((np.asarray(W.sum(axis=1)).ravel() <= 0).sum())
         if lonely:
             raise UserError(f"graph: {lonely} point(s) have no neighbour; every point needs an edge")
