@@ -8,7 +8,7 @@
   ``CUDA_VISIBLE_DEVICES=-1`` before TensorFlow is first imported).
 
 * CuPy (the sparse solves: LGC's conjugate gradient, the P_LL column blocks, multi-shift CG): the solvers in
-  :mod:`lgcexp.linalg` are written against an array module (``xp``: numpy with scipy.sparse, or cupy with
+  :mod:`lgcexp.solvers` are written against an array module (``xp``: numpy with scipy.sparse, or cupy with
   cupyx.scipy.sparse, whose CSR product is cuSPARSE's SpMM), so one code path serves both.
   :func:`solve_module` picks cupy when it is installed (the ``gpu`` extra's ``cupy-cuda12x``), sees a GPU,
   the problem is large enough to pay for the transfers (:data:`GPU_MIN_ENTRIES`), and the device is not

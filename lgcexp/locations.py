@@ -50,8 +50,8 @@ def register_resolver() -> None:
 def env_switch(name: str, default: bool = True) -> bool:
     """An on/off environment switch: ``default`` where unset or empty, off where set to 0, false, no or off
     (any case), on where set to anything else: ``LGCEXP_MEMO`` (lgcexp.memo), ``LGCEXP_AUTOL_NARROW``
-    (lgcexp.algorithms.autol), ``LGCEXP_FUSED`` (on by default) and ``LGCEXP_FUSED_FLOAT32`` (off by
-    default; lgcexp.linalg), ``LGCEXP_SETTLE_HEAP`` (lgcexp.runner.settle_heap)."""
+    (lgcexp.algorithms.autol), ``LGCEXP_FUSED`` (on by default; lgcexp.solvers.cg.numba_passes),
+    ``LGCEXP_SETTLE_HEAP`` (lgcexp.runner.settle_heap)."""
     value = os.environ.get(name, "").strip().lower()
     if not value:
         return bool(default)

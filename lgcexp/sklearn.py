@@ -73,9 +73,9 @@ from .cache import Cache
 from .errors import UserError
 from .graph import GRAPH_BUILDERS
 from .graph.extension import label_distributions
-from .issues.loo import DENSE_METHODS, dense_refusal
-from .linalg import on_maxiter
+from .algorithms.propagation import DENSE_METHODS, dense_refusal
 from .params import constructor_defaults
+from .solvers.cg import on_maxiter
 from .stages import fit_on_graph
 
 __all__ = ["GraphSSLClassifier", "ESTIMATORS", "expected_failed_checks", "label_distributions"]

@@ -143,7 +143,7 @@ class ExactLOO:
 
     def __init__(self, S, labeled: np.ndarray, Y_L: np.ndarray, alphas, *, tol: float = 1e-6,
                  dtype: str = "float64"):
-        from ..linalg import multishift_cg
+        from ..solvers.shifted import shifted_solve
         from .propagation import propagation_submatrices
 
         t0 = time.perf_counter()
@@ -155,7 +155,8 @@ class ExactLOO:
         Y = np.zeros((S.shape[0], self.Y_L.shape[1]), dtype=np.dtype(dtype))
         Y[labeled] = self.Y_L
         fused = st["path"].startswith("multishift-fused")     # G on the diagonals' recursion (pll_path's rule)
-        Gs, it, rel = multishift_cg(S, Y, self.alphas, lambda M: M[labeled], tol=tol, fused=fused)
+        Gs, it, rel = shifted_solve(S, Y, self.alphas, tol=tol, strategy="fused" if fused else "block",
+                                    select=lambda M: M[labeled])
         self.s = np.array(diags)                       # (A, l)
         self.G = np.array(Gs)                          # (A, l, c)
         self.stats = {"seconds": time.perf_counter() - t0, "iterations": max(st["iterations"], it),

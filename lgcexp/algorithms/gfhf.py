@@ -3,7 +3,7 @@
 The harmonic solution with the labelled points clamped to their (observed) one-hot labels:
 ``(D_UU - W_UU) F_U = W_UL Y_L``, i.e. ``F_U = (I - P_UU)^-1 P_UL Y_L`` with ``P = D^-1 W``
 (docs/fidelity.md#gfhf). Solved by Jacobi-preconditioned conjugate gradient on the unlabelled block, its
-points numbered in the graph's reverse Cuthill-McKee order (:func:`lgcexp.linalg.rcm_reordered`: faster
+points numbered in the graph's reverse Cuthill-McKee order (:func:`lgcexp.solvers.shifted.rcm_reordered`: faster
 sparse products, only the order of the sums changes).
 Labelled rows keep their given labels, so labelled accuracy equals 1 - noise rate.
 An unlabelled connected component with no labelled point gets zero scores (argmax: class 0).
@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Graph
-from ..linalg import block_cg, rcm_reordered
 from ..params import Boolean, positive
+from ..solvers.cg import cg
+from ..solvers.shifted import rcm_reordered
 from .base import GraphSSLAlgorithm, one_hot
 
 
@@ -55,8 +56,8 @@ class GFHF(GraphSSLAlgorithm):
         Y_l = one_hot(y_labeled, n_classes)
         rhs = W_ul @ Y_l
         precond = np.where(d_u > 0, 1.0 / np.where(d_u > 0, d_u, 1.0), 1.0)
-        F_u, it, _ = block_cg(lambda X: d_u[:, None] * X - W_uu @ X, rhs, tol=self.tol, maxiter=self.maxiter,
-                              precond=precond)
+        F_u, it, _ = cg(lambda X: d_u[:, None] * X - W_uu @ X, rhs, tol=self.tol, maxiter=self.maxiter,
+                        precond=precond)
         if self.cmn:
             prior = np.bincount(y_labeled, minlength=n_classes) / max(1, y_labeled.size)
             mass = F_u.sum(axis=0)

@@ -26,8 +26,9 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..linalg import admm_control, block_cg
 from ..params import Boolean, Interval, Options, positive
+from ..solvers.admm import admm_control
+from ..solvers.cg import cg
 from .base import GraphSSLAlgorithm, label_matrix
 
 
@@ -85,7 +86,7 @@ def gtf_admm(Delta: sp.csr_matrix, labeled: np.ndarray, Y: np.ndarray, lam: floa
             solve_lu = _factor(A)
             return lambda R, X0: solve_lu(R)
         precond = 1.0 / A.diagonal()
-        return lambda R, X0: block_cg(lambda V: A @ V, R, tol=1e-9, maxiter=10_000, precond=precond, X0=X0)[0]
+        return lambda R, X0: cg(lambda V: A @ V, R, tol=1e-9, maxiter=10_000, precond=precond, X0=X0)[0]
 
     solve = make_solver(rho)
     MY = mask[:, None] * Y

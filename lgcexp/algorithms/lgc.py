@@ -3,8 +3,8 @@
 ``F = (I - alpha S)^-1 Y`` (paper Eqs. (20) and (24); the factor beta = 1 - alpha is
 left out, which changes no argmax). ``I - alpha S`` is symmetric positive definite with eigenvalues in
 ``[1 - alpha, 1 + alpha]``, so conjugate gradient converges in O(sqrt((1+alpha)/(1-alpha)) log(1/tol))
-sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.linalg.rcm_reordered`). It stops as soon as
-the row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.linalg.ArgmaxCertificate`,
+sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.solvers.shifted.rcm_reordered`). It stops as soon as
+the row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.solvers.shifted.ArgmaxCertificate`,
 from the residual and the smallest eigenvalue structure of ``I - alpha S``), or at the relative residual ``tol``
 when some row's top two scores are too close to certify (exact ties); the predictions are therefore those of
 the exact solution, while the scores themselves are accurate to the certified bound only (``stop='argmax'``,
@@ -16,16 +16,41 @@ The authors' fixed-point iteration ``F <- (1-alpha) Y + alpha S F`` for ``t`` st
 """
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
+from ..issues.judgement import LabelJudgement, graph_loo_probs, normalize_rows
 from ..params import Boolean, Options, positive, unit_open
+from ..solvers import diagonal
+from . import propagation
 from .base import GraphSSLAlgorithm, label_matrix
 from .propagation import cached_propagation_submatrix, graph_degree, lgc_propagate
 
-__all__ = ["LGC", "SOLVERS", "STOPS", "graph_degree", "lgc_propagate"]
+__all__ = ["LGC", "SOLVERS", "STOPS", "graph_degree", "lgc_loo_probs", "lgc_propagate"]
 
 SOLVERS = ("cg", "power")
+
+
+def lgc_loo_probs(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes: int, alpha: float,
+                  **kw: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """LGC's leave-one-out class distribution of every label without ``P_LL``: the scores ``F_i - P_ii Y_i``
+    of :func:`lgcexp.solvers.diagonal.lgc_loo_scores` (keywords as there) with rows normalised to sum to 1 (a
+    row of zeros where nothing reaches the point): the scalable form of
+    :func:`lgcexp.issues.judgement.graph_loo_probs`. A probed diagonal's check records, besides its error,
+    the largest and mean change it makes to a checked point's distribution (``max_prob_diff``,
+    ``mean_prob_diff`` in ``stats["diagonal"]["probe_check"]``)."""
+    V, stats = diagonal.lgc_loo_scores(S, labeled, y, n_classes, alpha, **kw)
+    exact = stats.pop("_exact_scores", None)
+    if exact is not None:
+        pick, V_exact = exact
+        diff = np.abs(normalize_rows(V[pick]) - normalize_rows(V_exact)).max(axis=1)
+        stats["diagonal"]["probe_check"]["max_prob_diff"] = float(diff.max())
+        stats["diagonal"]["probe_check"]["mean_prob_diff"] = float(diff.mean())
+    return normalize_rows(V), stats
+
 #: when conjugate gradient stops: once every row's argmax is certified, or at the relative residual tol
 STOPS = ("argmax", "tol")
 
@@ -40,9 +65,9 @@ class LGC(GraphSSLAlgorithm):
     with its own label left out, ``normalize_rows(P~ B)`` with ``P~`` the labelled block of
     ``(I - alpha S)^-1`` without its diagonal: the "graph leave-one-out, no learning" of the detection table.
     It needs ``P_LL`` (one conjugate-gradient solve per label, to a relative residual of 1e-6 in float32, as
-    AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels it
-    needs no P_LL: one solve with c right-hand sides and the diagonal of the propagation operator (probed
-    where most points are labelled, else exact; :func:`lgcexp.issues.loo.lgc_loo_probs`), in O(n) memory."""
+    AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS`
+    labels it needs no P_LL: one solve with c right-hand sides and the diagonal of the propagation operator
+    (probed where most points are labelled, else exact; :func:`lgc_loo_probs`), in O(n) memory."""
 
     name = "lgc"
     unlisted_params = ("stop",)
@@ -74,14 +99,11 @@ class LGC(GraphSSLAlgorithm):
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
         if self.judge and sp.issparse(graph.S):
-            from ..issues import loo
-            from ..issues.judgement import LabelJudgement, graph_loo_probs
-
-            if len(labeled) > loo.DENSE_MAX_LABELS:
-                # every label judged without P_LL: one solve and the probed diagonal (lgcexp.issues.loo)
-                how = loo.choose_diagonal(len(labeled), graph.n)
-                probs, st = loo.lgc_loo_probs(graph.S, labeled, y_labeled, n_classes, float(self.alpha),
-                                              diagonal=how, distance=loo.LARGE_DISTANCE, progress=progress)
+            if len(labeled) > propagation.DENSE_MAX_LABELS:
+                # every label judged without P_LL: one solve and the probed diagonal (lgcexp.solvers.diagonal)
+                how = diagonal.choose_diagonal(len(labeled), graph.n)
+                probs, st = lgc_loo_probs(graph.S, labeled, y_labeled, n_classes, float(self.alpha),
+                                          diagonal=how, distance=diagonal.LARGE_DISTANCE, progress=progress)
                 self._judgement = LabelJudgement(
                     probs=probs, source=f"lgc: leave-one-out prediction (no learning; diagonal: {how})")
                 self.info_["loo_seconds"] = round(st["seconds"], 4)
@@ -97,7 +119,7 @@ class LGC(GraphSSLAlgorithm):
 
     def propagation_alphas(self) -> tuple[float, ...]:
         """alpha, for the label judgement's P_LL (none with ``judge=false`` or the power iteration; above
-        :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels the judgement solves no P_LL either)."""
+        :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS` labels the judgement solves no P_LL either)."""
         return (float(self.alpha),) if self.judge and self.solver == "cg" else ()
 
     def label_judgement(self):

@@ -25,8 +25,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import UserError
-from ..linalg import admm_control
 from ..params import Boolean, Interval, positive
+from ..solvers.admm import admm_control
 from .base import GraphSSLAlgorithm, one_hot
 
 

@@ -32,8 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..linalg import block_cg
 from ..params import Boolean, Options, positive
+from ..solvers.cg import cg
 from .base import GraphSSLAlgorithm, one_hot
 
 SOLVERS = ("iterate", "cg")
@@ -87,7 +87,7 @@ def poisson_cg(W: sp.csr_matrix, B: np.ndarray, *, tol: float = 1e-8, maxiter: i
     W = sp.csr_matrix(W, dtype=np.float64)
     d = np.asarray(W.sum(axis=1)).ravel()
     dinv = _inverse_degree(d)
-    U, it, _ = block_cg(lambda X: d[:, None] * X - W @ X, B, tol=tol, maxiter=maxiter,
+    U, it, _ = cg(lambda X: d[:, None] * X - W @ X, B, tol=tol, maxiter=maxiter,
                         precond=np.where(d > 0, dinv, 1.0))
     return U, it
 

@@ -7,11 +7,14 @@ import, below each of them).
 - :func:`propagation_submatrix` / :func:`propagation_submatrices`: ``P_LL``, the labelled block of
   ``(I - alpha S)^-1`` (one alpha, or several at once by multi-shift CG), the leave-one-out input of AutoL
   and of LGC's label judgement; :func:`cached_submatrices` / :func:`cached_propagation_submatrix` keep it in
-  the on-disk cache per labelled set.
+  the on-disk cache per labelled set;
+- the memory rule of a dense ``P_LL`` (:data:`DENSE_MAX_LABELS`, :data:`DENSE_METHODS`, :func:`dense_refusal`),
+  which the configuration check and ``find_label_issues`` apply before any work.
 """
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -20,7 +23,7 @@ import scipy.sparse as sp
 
 from ..devices import free_device_bytes, solve_module, sparse_module, to_host
 from ..graph import Graph
-from ..linalg import block_cg, fused_available, fused_shifted_cg, rcm_reordered, shifted_operator, shifted_solve
+from ..solvers.shifted import fused_available, rcm_reordered, shifted_solve
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +36,7 @@ def lgc_propagate(
 
     Both estimate the same matrix; returns (F, iterations). ``cg`` runs in reverse Cuthill-McKee order
     (``reorder``) and, given the graph's ``degree`` (S = D^-1/2 W D^-1/2), stops once every row's argmax is
-    certain (:func:`lgcexp.linalg.shifted_solve`), else at the relative residual ``tol``.
+    certain (:func:`lgcexp.solvers.shifted.shifted_solve`), else at the relative residual ``tol``.
     """
     Y = np.asarray(Y, dtype=np.float64)
     if solver == "cg":
@@ -61,14 +64,14 @@ FUSED_PLL_COLUMNS = 32
 
 def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float32") -> str:
     """How a P_LL of l labels on the graph of ``S`` is solved, the name its cache entries carry: ``"fused"``
-    (:func:`lgcexp.linalg.fused_shifted_cg`, 32 columns a block, the product specialised for the column
+    (:func:`lgcexp.solvers.shifted.shifted_solve`'s fused strategy, 32 columns a block, the product specialised for the column
     count) where the fused kernels serve a block of that size on the CPU (MNIST: 70,000 x 32), ``"fused-generic"``
     there when no specialised product can be generated (no writable kernel directory: another float32
     rounding), ``"gpu-rowkernel"`` (CuPy with lgcexp's own product and column sums; earlier GPU entries,
     named ``"gpu"``, came from cuSPARSE's product in other blocks and are not read), else ``"cg"``
-    (:func:`lgcexp.linalg.block_cg`) or the solver's name (power iteration). Several alphas at once take
+    (its block strategy) or the solver's name (power iteration). Several alphas at once take
     multi-shift CG, whose base recursion runs on the same kernels under the same rule
-    (:func:`lgcexp.linalg.multishift_cg` with ``fused``). The paths agree to round-off, not bit for bit (the
+    (:func:`lgcexp.solvers.shifted.shifted_solve` with several alphas). The paths agree to round-off, not bit for bit (the
     column sums are taken in another order), so the path is part of the cache key."""
     n = S.shape[0]
     if xp is None:
@@ -79,9 +82,9 @@ def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float3
         return "gpu-rowkernel"
     if not sp.issparse(S) or not fused_available(n * FUSED_PLL_COLUMNS):
         return "cg"
-    from .. import kernels
+    from ..solvers import fused
 
-    specialised = kernels.specialised_product(FUSED_PLL_COLUMNS, contract=np.dtype(dtype) == np.float32)
+    specialised = fused.specialised_product(FUSED_PLL_COLUMNS, contract=np.dtype(dtype) == np.float32)
     return "fused" if specialised is not None else "fused-generic"
 
 
@@ -109,12 +112,12 @@ def _prepare_columns(S: sp.spmatrix, labeled: np.ndarray, dt: np.dtype, block: i
     """S in ``dt`` (renumbered by reverse Cuthill-McKee with ``reorder``), the labelled rows in that
     numbering, and the number of right-hand sides per block (about 4 MiB of working set per array; 32 with
     ``fused``, the fused kernels' path).
-    ``xp=cupy``: S as a cupyx.scipy.sparse CSR on the GPU (:func:`lgcexp.linalg.rcm_reordered`)."""
+    ``xp=cupy``: S as a cupyx.scipy.sparse CSR on the GPU (:func:`lgcexp.solvers.shifted.rcm_reordered`)."""
     n = S.shape[0]
     l = labeled.size
     if reorder and n > 1:
         # reverse Cuthill-McKee: neighbours get nearby indices, so S @ X reads X's rows from cache
-        # (computed once per graph and shared with the LGC solves, lgcexp.linalg.rcm_reordered)
+        # (computed once per graph and shared with the LGC solves, lgcexp.solvers.shifted.rcm_reordered)
         Sd, perm = rcm_reordered(S, dt, xp)
         pos = np.empty(n, dtype=np.int64)
         pos[perm] = np.arange(n)
@@ -193,10 +196,8 @@ def propagation_submatrix(
             E = xp.zeros((n, cols.size), dtype=dt)
             E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
             if solver == "cg":
-                if fused:
-                    X, it, rel = fused_shifted_cg(Sd, alpha, E, tol=tol, maxiter=maxiter)
-                else:
-                    X, it, rel = block_cg(shifted_operator(Sd, alpha), E, tol=tol, maxiter=maxiter)
+                X, it, rel = shifted_solve(Sd, E, alpha, tol=tol, maxiter=maxiter,
+                                           strategy="fused" if fused else "block")
                 X *= 1.0 - alpha
                 iters, resid = max(iters, it), max(resid, rel)
             else:
@@ -230,7 +231,7 @@ def propagation_submatrices(
     xp: Any = None,
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """``P_LL`` for every alpha in ``alphas`` from one Krylov space (multi-shift CG,
-    :func:`lgcexp.linalg.multishift_cg`): the same matrices :func:`propagation_submatrix` (``solver='cg'``)
+    :func:`lgcexp.solvers.shifted.shifted_solve` with several alphas): the same matrices :func:`propagation_submatrix` (``solver='cg'``)
     gives one alpha at a time, to the same per-column relative residual ``tol`` (of the largest alpha's
     system; the others' residuals are smaller), for the sparse products of the largest alpha only.
 
@@ -239,8 +240,6 @@ def propagation_submatrices(
     round-off entries are set to 0, as in :func:`propagation_submatrix`. ``xp`` as there.
     Returns (list in the order of ``alphas``, stats ``seconds``, ``iterations``, ``residual``, ``block``).
     """
-    from ..linalg import multishift_cg
-
     t0 = time.perf_counter()
     labeled = np.asarray(labeled, dtype=np.int64)
     n, l = S.shape[0], labeled.size
@@ -260,8 +259,8 @@ def propagation_submatrices(
         r_c = xp.asarray(rows[cols])
         E[r_c, xp.arange(cols.size)] = 1.0
         pick = (lambda M, r=r_c: M[r, xp.arange(r.size)]) if diagonal_only else (lambda M: M[rows_x])
-        Xs, it, rel = multishift_cg(Sd, E, alphas, pick, tol=tol, maxiter=maxiter, fused=fused,
-                                    rows=None if diagonal_only else rows)
+        Xs, it, rel = shifted_solve(Sd, E, alphas, tol=tol, maxiter=maxiter, strategy="fused" if fused else "block",
+                                    select=pick, rows=None if diagonal_only else rows)
         Xs = [to_host(X) for X in Xs]
         iters, resid = max(iters, it), max(resid, rel)
         for k, X in enumerate(Xs):
@@ -276,6 +275,42 @@ def propagation_submatrices(
     stats = {"seconds": time.perf_counter() - t0, "iterations": int(iters), "residual": float(resid), "block": block,
              "path": f"multishift-{path}"}
     return out, stats
+
+
+#: above this many labels LGC's judgement (and find_label_issues' default method) leaves the dense ``P_LL``
+#: for the diagonal of the inverse (:mod:`lgcexp.solvers.diagonal`); below it every number is the dense path's
+#: (the paper's protocol: 1,040 labels)
+DENSE_MAX_LABELS = 10_000
+
+#: methods whose judgement needs the dense l x l P_LL at any size
+DENSE_METHODS = ("autoL", "auto")
+
+
+def dense_pll_bytes(l: int) -> int:
+    """Peak bytes of the dense label judgement at l labels: P_LL, its leave-one-out copy and AutoL's padded
+    layout, three l x l float64 arrays (a lower bound)."""
+    return 3 * 8 * int(l) * int(l)
+
+
+def physical_memory() -> int | None:
+    """Physical memory of this machine in bytes (None where unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def dense_refusal(method: str, l: int, key: str) -> str | None:
+    """The one-line reason a dense l x l judgement by ``method`` cannot run here (None when it fits)."""
+    need = dense_pll_bytes(l)
+    have = physical_memory()
+    if have is None or need <= 0.8 * have:
+        return None
+    gib = 1 << 30
+    return (f"{key}={method} is not allowed with {l} labels on this machine: its leave-one-out needs a dense "
+            f"{l} x {l} P_LL and copies (at least {need / gib:.1f} GiB; this machine has {have / gib:.1f} GiB); "
+            f"use {key}=lgc, whose leave-one-out needs O(n) memory (one solve and the diagonal of the "
+            "propagation operator)")
 
 
 def _check_pll_arrays(a: dict[str, np.ndarray], l: int) -> str | None:

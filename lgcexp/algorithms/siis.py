@@ -26,7 +26,7 @@ and ``(PU)^T (PU) = U^T (P^T P) U`` with the sparse n x n matrix ``P^T P`` (comp
 matrix changes with mu every iteration; G and Sigma are diagonalised simultaneously once, so each solve is
 two (m x m) by (m x c) products. One iteration then costs two (n x m) by (m x c) products and the edge side:
 with numpy, two sparse products with P and a dozen passes over the (edges x c) multiplier array; on larger
-graphs one numba pass over the edges (:func:`lgcexp.kernels.siis_edge_pass`, :meth:`SIISProblem.solve`).
+graphs one numba pass over the edges (:func:`lgcexp.solvers.fused.siis_edge_pass`, :meth:`SIISProblem.solve`).
 
 Prediction: row argmax of ``F = U A``; the labelled accuracy "after correction" is the argmax on the
 labelled rows (the base-class default). The algorithm never sees the noise rate; the per-noise lambda1 of
@@ -192,7 +192,7 @@ class SIISProblem:
 
         The loop is the update sequence of the class docstring in scaled form (``Y = Lambda / mu``).
         ``fused`` (default: :func:`fused_edges` decides): the edge steps of an iteration, from ``P U A`` to the
-        next ``(PU)^T Lambda1``, in one pass of :func:`lgcexp.kernels.siis_edge_pass` (numba); else numpy
+        next ``(PU)^T Lambda1``, in one pass of :func:`lgcexp.solvers.fused.siis_edge_pass` (numba); else numpy
         with the (edges x c) arrays updated in place, about a dozen passes over them. The two agree to
         round-off (tests/test_siis.py).
         """
@@ -278,12 +278,12 @@ class _NumpyEdgeSteps:
 
 
 class _FusedEdgeSteps:
-    """The edge side of the ALM in one pass of :func:`lgcexp.kernels.siis_edge_pass` per iteration."""
+    """The edge side of the ALM in one pass of :func:`lgcexp.solvers.fused.siis_edge_pass` per iteration."""
 
     def __init__(self, edges: tuple, Y1: np.ndarray, shape: tuple[int, int]):
-        from .. import kernels
+        from ..solvers import fused
 
-        self.kernels, self.edges, self.Y1 = kernels, edges, Y1
+        self.kernels, self.edges, self.Y1 = fused, edges, Y1
         self.Z = np.zeros(shape)
 
     def start(self, tau: float) -> np.ndarray:
@@ -307,18 +307,18 @@ def edge_arrays(P: sp.csr_matrix) -> tuple[np.ndarray, ...] | None:
     return ind[0::2].copy(), ind[1::2].copy(), w[0::2].copy(), w[1::2].copy()
 
 
-#: SIIS runs its edge steps through :func:`lgcexp.kernels.siis_edge_pass` from this many (edges x classes)
+#: SIIS runs its edge steps through :func:`lgcexp.solvers.fused.siis_edge_pass` from this many (edges x classes)
 #: entries on (ISOLET's 117,626 x 26 and MNIST's graphs are above; small problems keep numpy and skip
 #: numba's import)
 FUSED_MIN_EDGE_ENTRIES = 500_000
 
 
 def fused_edges(entries: int) -> bool:
-    """Whether SIIS's edge steps take the numba pass (:func:`lgcexp.linalg.numba_kernels` from
+    """Whether SIIS's edge steps take the numba pass (:func:`lgcexp.solvers.cg.numba_passes` from
     :data:`FUSED_MIN_EDGE_ENTRIES` edge x class entries)."""
-    from ..linalg import numba_kernels
+    from ..solvers.cg import numba_passes
 
-    return numba_kernels(entries, FUSED_MIN_EDGE_ENTRIES) is not None
+    return numba_passes(entries, FUSED_MIN_EDGE_ENTRIES) is not None
 
 
 @dataclass

@@ -333,7 +333,7 @@ class KnnGraph(GraphBuilder):
             return Graph(W=W, sigma=float(arrays["sigma"]), key=key, info=info, neighbors=lists,
                          neighbors_exact=lists is not None and self._search_spec(n) is None), hit
 
-        # a sweep worker's later jobs reuse the Graph (S, and its RCM ordering, lgcexp.linalg) while the
+        # a sweep worker's later jobs reuse the Graph (S, and its RCM ordering, lgcexp.solvers.shifted) while the
         # cache entry is the file it was read from (lgcexp.memo)
         (graph, hit), reused = memo.memoised("graph", key, cache.path("graph", key), load)
         return graph, hit or reused

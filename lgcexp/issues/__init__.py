@@ -12,7 +12,6 @@ Modules, bottom up (a module imports only those above it in this list):
 - :mod:`.judge`: a judgement plus options -> judged labels (the one entry of every front end);
 - :mod:`.explain`: wrong versus ambiguous, and the evidence of each flag (``label_issue_evidence.csv``);
 - :mod:`.frames`: detection metrics and ``label_issues.csv``;
-- :mod:`.loo`: the scalable leave-one-out (probed diagonal) for more labels than a dense ``P_LL`` holds;
 - :mod:`.data_audit`: outliers and near-duplicates;
 - :mod:`.diagnosis`: the diagnosis run's outputs (tables, pictures, summary);
 - :mod:`.pred_probs`: the user's out-of-fold probabilities as a view (checks and judgement);

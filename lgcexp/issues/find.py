@@ -31,9 +31,9 @@ def default_method(n_labeled: int, n: int) -> str:
     """The judging method when none is named: ``lgc`` where at least
     :data:`lgcexp.issues.views.FULL_LABELLED_SHARE` of the points are labelled (measured on realistic noise
     with every point labelled, docs/label_issues.md#realistic: as good as AutoL's or better, and several
-    times faster) or above :data:`lgcexp.issues.loo.DENSE_MAX_LABELS` labels; ``autoL`` otherwise (the paper's
+    times faster) or above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS` labels; ``autoL`` otherwise (the paper's
     setting: a few sampled labels, where its learnt weights win)."""
-    from .loo import DENSE_MAX_LABELS
+    from ..algorithms.propagation import DENSE_MAX_LABELS
     from .views import FULL_LABELLED_SHARE
 
     if n_labeled > DENSE_MAX_LABELS or (n and n_labeled >= FULL_LABELLED_SHARE * n):
@@ -170,7 +170,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
         ok = (pos < c) & (classes[np.minimum(pos, c - 1)] == cc.values[labeled][known])
         yk = np.where(ok, pos, -2)
         y_clean[np.flatnonzero(known)] = yk
-    from .loo import DENSE_METHODS, dense_refusal
+    from ..algorithms.propagation import DENSE_METHODS, dense_refusal
 
     W = None
     if alone:

@@ -1,4 +1,5 @@
-"""LGC's leave-one-out evidence for every labelled point without the dense l x l ``P_LL``.
+"""The diagonal of ``P = (I - alpha S)^-1`` at the labelled points, and LGC's leave-one-out scores from it:
+every labelled point's leave-one-out evidence without the dense l x l ``P_LL``.
 
 With ``P = (I - alpha S)^-1`` and ``Y`` the one-hot labels at the labelled rows (0 elsewhere), LGC's scores
 are ``F = P Y`` (one solve with c right-hand sides). Leaving label i out removes exactly its own column's
@@ -7,7 +8,8 @@ contribution, so the leave-one-out scores of labelled point i are
     LOO_i = F_i - P_ii Y_i,
 
 i.e. the row of ``P_LL`` without its diagonal times ``Y_L`` (what :func:`lgcexp.issues.judgement.graph_loo_probs`
-computes from the dense block), from F and the *diagonal* of P at the labelled points only. The diagonal is
+computes from the dense block; :func:`lgcexp.algorithms.lgc.lgc_loo_probs` normalises these scores), from F
+and the *diagonal* of P at the labelled points only. The diagonal is
 
 - ``exact``: blocks of unit-vector solves, ``P_ii = e_i^T (I - alpha S)^-1 e_i`` (l solves, in blocks of
   right-hand sides; memory n x block); or
@@ -27,7 +29,6 @@ per column, as AutoL's P_LL) and in blocks of right-hand sides: memory O(n (c + 
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -36,44 +37,10 @@ import scipy.sparse as sp
 
 #: diagonal estimators of :func:`propagation_diagonal`
 DIAGONALS = ("exact", "probe")
-#: above this many labels LGC's judgement (and find_label_issues' default method) leaves the dense ``P_LL``
-#: path for this module; below it every number is the dense path's (the paper's protocol: 1,040 labels)
-DENSE_MAX_LABELS = 10_000
-#: the probing distance above DENSE_MAX_LABELS: on fully labelled MNIST (70,000 points, 10-NN) distance 3
-#: needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042 against P_ii ~ 1.1 and leave-one-out
+#: the probing distance of LGC's judgement above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS`: on
+#: fully labelled MNIST (70,000 points, 10-NN) distance 3 needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042 against P_ii ~ 1.1 and leave-one-out
 #: row sums ~ 10), distance 4 by 0.2 % in three times the time (docs/label_issues.md#scale)
 LARGE_DISTANCE = 3
-
-
-#: methods whose judgement needs the dense l x l P_LL at any size
-DENSE_METHODS = ("autoL", "auto")
-
-
-def dense_pll_bytes(l: int) -> int:
-    """Peak bytes of the dense label judgement at l labels: P_LL, its leave-one-out copy and AutoL's padded
-    layout, three l x l float64 arrays (a lower bound)."""
-    return 3 * 8 * int(l) * int(l)
-
-
-def physical_memory() -> int | None:
-    """Physical memory of this machine in bytes (None where unknown)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def dense_refusal(method: str, l: int, key: str) -> str | None:
-    """The one-line reason a dense l x l judgement by ``method`` cannot run here (None when it fits)."""
-    need = dense_pll_bytes(l)
-    have = physical_memory()
-    if have is None or need <= 0.8 * have:
-        return None
-    gib = 1 << 30
-    return (f"{key}={method} is not allowed with {l} labels on this machine: its leave-one-out needs a dense "
-            f"{l} x {l} P_LL and copies (at least {need / gib:.1f} GiB; this machine has {have / gib:.1f} GiB); "
-            f"use {key}=lgc, whose leave-one-out needs O(n) memory (one solve and the diagonal of the "
-            "propagation operator)")
 
 
 #: probing is used only where at least this share of the points is labelled (:func:`choose_diagonal`)
@@ -87,7 +54,7 @@ def choose_diagonal(n_labeled: int, n: int) -> str:
 
 def _prepare(S: sp.spmatrix, labeled: np.ndarray, dtype: str) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """S in ``dtype`` in reverse Cuthill-McKee order, the labelled rows there, and the permutation."""
-    from ..linalg import rcm_reordered
+    from .shifted import rcm_reordered
 
     n = S.shape[0]
     Sd, perm = rcm_reordered(S, np.dtype(dtype))
@@ -103,9 +70,9 @@ def _block_size(n: int, dtype: str, block: int | None) -> int:
 
 
 def _solve(Sd: sp.csr_matrix, B: np.ndarray, alpha: float, tol: float, maxiter: int) -> tuple[np.ndarray, int, float]:
-    from ..linalg import block_cg, shifted_operator
+    from .shifted import shifted_solve
 
-    return block_cg(shifted_operator(Sd, alpha), B, tol=tol, maxiter=maxiter)
+    return shifted_solve(Sd, B, alpha, tol=tol, maxiter=maxiter, strategy="block")
 
 
 def _unit_diagonal(Sd, rows: np.ndarray, alpha: float, tol: float, maxiter: int, dtype: str, block: int,
@@ -254,7 +221,8 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
     tolerance and the factor 1 - alpha. ``P_diag``: that diagonal at ``labeled`` (l,), as
     :func:`propagation_diagonal` returned it for the same S, labelled points, alpha and dtype; it depends on
     neither the labels nor c, so several label sets on one graph reuse it (then ``diagonal``, ``distance`` and
-    ``block`` are not read). Returns (scores, stats)."""
+    ``block`` are not read). Returns (scores, stats; for ``probe`` with a check, ``_exact_scores``: the
+    checked rows and their scores with the exact diagonal, for the probe's effect)."""
     t0 = time.perf_counter()
     labeled = np.asarray(labeled, dtype=np.int64)
     y = np.asarray(y, dtype=np.int64)
@@ -274,29 +242,15 @@ def lgc_loo_scores(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes
         d, st = propagation_diagonal(S, labeled, alpha, method=diagonal, distance=distance, tol=tol,
                                      maxiter=maxiter, dtype=dtype, block=block, progress=progress, _prepared=prepared)
     check = st.pop("_check", None)
-    if check is not None:  # the probe's effect on the leave-one-out distributions of the checked points
-        from .judgement import normalize_rows
-
+    F_check = None
+    if check is not None:  # the checked points' scores with the exact diagonal (the probe's effect)
         pick, exact = check
-        Fp = F[pick]
-        a_ = Fp.copy()
-        a_[np.arange(pick.size), y[pick]] -= d[pick]
-        b_ = Fp
-        b_[np.arange(pick.size), y[pick]] -= exact
-        diff = np.abs(normalize_rows(np.maximum(a_, 0)) - normalize_rows(np.maximum(b_, 0))).max(axis=1)
-        st["probe_check"]["max_prob_diff"] = float(diff.max())
-        st["probe_check"]["mean_prob_diff"] = float(diff.mean())
+        F_check = (pick, F[pick].copy(), exact)
     F[np.arange(y.size), y] -= d
     np.maximum(F, 0.0, out=F)
     stats = {"solve_iterations": int(it), "diagonal": st, "seconds": time.perf_counter() - t0}
+    if F_check is not None:
+        pick, Fp, exact = F_check
+        Fp[np.arange(pick.size), y[pick]] -= exact
+        stats["_exact_scores"] = (pick, np.maximum(Fp, 0.0))
     return F, stats
-
-
-def lgc_loo_probs(S: sp.spmatrix, labeled: np.ndarray, y: np.ndarray, n_classes: int, alpha: float,
-                  **kw: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    """:func:`lgc_loo_scores` with rows normalised to sum to 1 (a row of zeros where nothing reaches the
-    point): the scalable form of :func:`lgcexp.issues.judgement.graph_loo_probs`."""
-    from .judgement import normalize_rows
-
-    V, stats = lgc_loo_scores(S, labeled, y, n_classes, alpha, **kw)
-    return normalize_rows(V), stats
