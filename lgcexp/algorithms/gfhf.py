@@ -31,6 +31,9 @@ class GFHF(GraphSSLAlgorithm):
     """GFHF classifier. Parameters: ``tol``/``maxiter`` of the CG solve; ``cmn`` class mass normalisation."""
 
     name = "gfhf"
+    #: the CG stopping criterion (:func:`lgcexp.solvers.cg.cg`'s ``residual``): GFHF's relative residual of the
+    #: unscaled system
+    residual: str = "plain"
     _parameter_constraints = {"tol": [positive()], "maxiter": [positive("int")], "cmn": [Boolean()]}
 
     def __init__(self, tol: float = 1e-8, maxiter: int = 20_000, cmn: bool = False):
@@ -57,7 +60,7 @@ class GFHF(GraphSSLAlgorithm):
         rhs = W_ul @ Y_l
         precond = np.where(d_u > 0, 1.0 / np.where(d_u > 0, d_u, 1.0), 1.0)
         F_u, it, _ = cg(lambda X: d_u[:, None] * X - W_uu @ X, rhs, tol=self.tol, maxiter=self.maxiter,
-                        precond=precond)
+                        precond=precond, residual=self.residual)
         if self.cmn:
             prior = np.bincount(y_labeled, minlength=n_classes) / max(1, y_labeled.size)
             mass = F_u.sum(axis=0)

@@ -32,11 +32,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..params import Boolean, Options, positive
+from ..params import Boolean, NoneValue, Options, positive
 from ..solvers.cg import cg
 from .base import GraphSSLAlgorithm, one_hot
 
 SOLVERS = ("iterate", "cg")
+#: the iteration cap of each solver when ``max_iter`` is None: the paper's / GraphLearning's 1000 steps of
+#: the iteration, 20,000 conjugate-gradient iterations
+DEFAULT_MAX_ITER = {"iterate": 1000, "cg": 20_000}
 
 
 def poisson_sources(n: int, labeled: np.ndarray, Y_l: np.ndarray) -> np.ndarray:
@@ -101,32 +104,32 @@ def class_balance(y_labeled: np.ndarray, n_classes: int) -> np.ndarray:
 
 class Poisson(GraphSSLAlgorithm):
     """Poisson learning (module docstring). Parameters: ``solver`` (iterate: the paper's iteration and
-    stopping rule | cg), ``min_iter``/``max_iter`` (the iteration), ``tol``/``maxiter`` (CG), ``balance``
+    stopping rule | cg), ``max_iter`` (the most steps or CG iterations; None: :data:`DEFAULT_MAX_ITER` of
+    the solver), ``min_iter`` (the iteration's fewest steps), ``tol`` (CG's relative residual), ``balance``
     (the paper's class-size reweighting)."""
 
     name = "poisson"
     _parameter_constraints = {
         "solver": [Options(SOLVERS)],
         "min_iter": [positive("int")],
-        "max_iter": [positive("int")],
+        "max_iter": [positive("int"), NoneValue()],
         "tol": [positive()],
-        "maxiter": [positive("int")],
         "balance": [Boolean()],
     }
 
-    def __init__(self, solver: str = "iterate", min_iter: int = 50, max_iter: int = 1000, tol: float = 1e-8,
-                 maxiter: int = 20_000, balance: bool = False):
+    def __init__(self, solver: str = "iterate", min_iter: int = 50, max_iter: int | None = None, tol: float = 1e-8,
+                 balance: bool = False):
         self.solver = solver
         self.min_iter = min_iter
         self.max_iter = max_iter
         self.tol = tol
-        self.maxiter = maxiter
         self.balance = balance
 
     def solve(self, W: sp.csr_matrix, B: np.ndarray, labeled: np.ndarray) -> tuple[np.ndarray, int]:
+        cap = DEFAULT_MAX_ITER[self.solver] if self.max_iter is None else int(self.max_iter)
         if self.solver == "cg":
-            return poisson_cg(W, B, tol=self.tol, maxiter=self.maxiter)
-        return poisson_iterate(W, B, labeled, min_iter=self.min_iter, max_iter=self.max_iter)
+            return poisson_cg(W, B, tol=self.tol, maxiter=cap)
+        return poisson_iterate(W, B, labeled, min_iter=self.min_iter, max_iter=cap)
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         B = poisson_sources(graph.n, labeled, one_hot(y_labeled, n_classes))

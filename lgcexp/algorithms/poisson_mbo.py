@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph import Graph
-from ..params import Array, Interval, Options, positive
+from ..params import Array, Interval, NoneValue, Options, positive
 from ..priors import prior_vector, volume_projection
 from .base import GraphSSLAlgorithm, one_hot
 from .poisson import SOLVERS, Poisson, poisson_sources
@@ -26,7 +26,7 @@ from .poisson import SOLVERS, Poisson, poisson_sources
 
 class PoissonMBO(GraphSSLAlgorithm):
     """Poisson-MBO (module docstring). Parameters: ``Ns``, ``mu``, ``T``, ``priors``, and the Poisson
-    solve's ``solver``, ``min_iter``, ``max_iter``, ``tol``."""
+    solve's ``solver``, ``min_iter``, ``max_iter`` (None: the solver's default), ``tol``."""
 
     name = "poissonMBO"
     _parameter_constraints = {
@@ -36,12 +36,12 @@ class PoissonMBO(GraphSSLAlgorithm):
         "priors": [Options(("uniform", "labels")), Array(Interval("real", 0, None), "a list of class fractions", 1)],
         "solver": [Options(SOLVERS)],
         "min_iter": [positive("int")],
-        "max_iter": [positive("int")],
+        "max_iter": [positive("int"), NoneValue()],
         "tol": [positive()],
     }
 
     def __init__(self, Ns: int = 40, mu: float = 1.0, T: int = 20, priors="uniform", solver: str = "iterate",
-                 min_iter: int = 50, max_iter: int = 1000, tol: float = 1e-8):
+                 min_iter: int = 50, max_iter: int | None = None, tol: float = 1e-8):
         self.Ns = Ns
         self.mu = mu
         self.T = T

@@ -10,6 +10,12 @@ Their defaults ``p = 2`` (``power``), ``ζ = 10^7`` (``zeta``), ``r = 0.1`` (``r
 units), as GraphLearning's ``laplace(reweighting='properly')``; the same weights as that. The method needs the
 features the graph was built on (``fit(..., features=X)``; the command and the estimators pass them): it is
 refused on a precomputed graph without features.
+
+The node weights span seven orders of magnitude, and so do the rows of the Laplace system: CG stops on the
+residual of the Jacobi-scaled system (every row relative to its own degree, :func:`lgcexp.solvers.cg.cg`'s
+``residual="preconditioned"``), not on ``||r|| / ||b||``, which the rows next to the labels dominate (that
+criterion stopped while points far from the labels were still wrong: 1 of 1,797 digits points in 6 of 30
+trials against a direct solve). GraphLearning preconditions the same way.
 """
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ class ProperlyWeighted(WNLL):
     (p), ``zeta`` (ζ, the largest weight), ``radius`` (r, in the features' units)."""
 
     name = "properly"
+    residual = "preconditioned"
     _parameter_constraints = {**GFHF._parameter_constraints, "power": [positive()],
                               "zeta": [Interval("real", 1, None, "neither")], "radius": [positive()]}
 

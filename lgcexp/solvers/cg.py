@@ -176,12 +176,15 @@ class ArrayPasses:
         else:
             self.X = xp.array(X0, dtype=self.dt).reshape(B.shape)
             self.R = B - matvec(self.X)
-        bnorm = column_norms(B, xp)
+        self.Minv = None if precond is None else xp.asarray(precond, dtype=self.dt)[:, None]
+        if norms == "preconditioned":
+            bnorm = xp.sqrt(column_dots(B, self._precondition(B), xp))
+        else:
+            bnorm = column_norms(B, xp)
         if scalars is not None:
             bnorm = bnorm.astype(scalars)
         bnorm[bnorm == 0] = 1.0
         self.bnorm = bnorm
-        self.Minv = None if precond is None else xp.asarray(precond, dtype=self.dt)[:, None]
         self.Z = self._precondition(self.R)
         self.P = self.Z.copy()
         self.T = xp.empty_like(B) if with_x else None
@@ -199,7 +202,7 @@ class ArrayPasses:
         return self._sums(self.R, self.Z)
 
     def worst(self, rz) -> float:
-        if self.norms == "sums":
+        if self.norms in ("sums", "preconditioned"):
             return top(self.xp.sqrt(rz) / self.bnorm)
         return top(column_norms(self.R, self.xp) / self.bnorm)
 
@@ -232,6 +235,8 @@ class ArrayPasses:
         R_true = self.B - self.matvec(self.X)
         if not certify(self.X, R_true):
             return None
+        if self.norms == "preconditioned":
+            return top(self.xp.sqrt(column_dots(R_true, self._precondition(R_true), self.xp)) / self.bnorm)
         return top(column_norms(R_true, self.xp) / self.bnorm)
 
 
@@ -356,6 +361,7 @@ def cg(
     maxiter: int = 10_000,
     precond: np.ndarray | None = None,
     X0: np.ndarray | None = None,
+    residual: str = "plain",
     certify: Callable[[np.ndarray, np.ndarray], bool] | None = None,
     certify_below: float = 1e-3,
 ) -> tuple[np.ndarray, int, float]:
@@ -364,11 +370,20 @@ def cg(
     columns, each column its own (Jacobi-preconditioned with ``precond``, the diagonal of ``M^-1``)
     recursion. A float32 ``B`` is solved in float32, anything else in float64; numpy or cupy arrays (with a
     ``matvec`` of the same module), the work staying on B's device. Stops when every column's
-    ``||r_j|| <= tol ||b_j||``, or earlier by ``certify`` (:func:`iterate`). Returns (X, iterations, worst
+    ``||r_j|| <= tol ||b_j||`` (``residual="plain"``), or, with ``residual="preconditioned"``, when the
+    residual of the preconditioned system is, ``||M^-1/2 r_j|| <= tol ||M^-1/2 b_j||`` (with Jacobi's M,
+    the residual of the system scaled to a unit diagonal: the criterion for operators whose rows differ in
+    weight by orders of magnitude, where the heaviest rows dominate ``||r||``); or earlier by ``certify``
+    (:func:`iterate`). Returns (X, iterations, worst
     relative residual). Raises ``NotConverged`` after ``maxiter`` iterations (under :func:`on_maxiter`
     ``"warn"``: warns and returns the last iterate)."""
     B, _, squeeze = as_columns(B)
-    passes = ArrayPasses(matvec, B, X0=X0, precond=precond)
+    if residual not in ("plain", "preconditioned"):
+        raise ValueError(f"residual={residual!r}: choose plain or preconditioned")
+    if residual == "preconditioned" and precond is None:
+        raise ValueError("residual='preconditioned' needs precond")
+    passes = ArrayPasses(matvec, B, X0=X0, precond=precond,
+                         norms="preconditioned" if residual == "preconditioned" else "residual")
     it, worst = iterate(passes, tol=tol, maxiter=maxiter, certify=certify, certify_below=certify_below)
     X = passes.X
     return (X[:, 0] if squeeze else X), it, worst

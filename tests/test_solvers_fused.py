@@ -1,5 +1,5 @@
-"""lgcexp.kernels and lgcexp.linalg.fused_shifted_cg: the fused multi-threaded CG on (I - alpha S) X = B
-against scipy's product, block_cg and dense solves."""
+"""lgcexp.solvers.fused and shifted_solve's fused strategy: the fused multi-threaded CG on (I - alpha S) X = B
+against scipy's product, the block strategy and dense solves."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -8,15 +8,13 @@ pytest.importorskip("numba")
 
 from conftest import random_graph
 
-from lgcexp import kernels, linalg
-from lgcexp.linalg import (
-    ArgmaxCertificate,
-    block_cg,
-    fused_shifted_cg,
-    rcm_reordered,
-    shifted_operator,
-    shifted_solve,
-)
+from lgcexp.solvers import fused, shifted
+from lgcexp.solvers.shifted import ArgmaxCertificate, rcm_reordered, shifted_operator, shifted_solve
+
+
+def fused_cg(S, alpha, B, **kw):
+    """shifted_solve's fused strategy on an already renumbered S."""
+    return shifted_solve(S, B, alpha, strategy="fused", **kw)
 
 
 def _dense(g, Y, alpha):
@@ -30,10 +28,10 @@ def test_shifted_product_is_scipys_bit_for_bit_and_dots_agree(dtype, c):
     S, _ = rcm_reordered(g.S, dtype)
     rng = np.random.default_rng(c)
     P = rng.standard_normal((g.n, c)).astype(dtype)
-    b = kernels.row_chunks(S.indptr)
+    b = fused.row_chunks(S.indptr)
     AP = np.empty_like(P)
     dots = np.zeros((b.size - 1, c))
-    kernels.shifted_product_dot(S.indptr, S.indices, S.data, P, np.array([-0.9], dtype=dtype), AP, b, dots)
+    fused.shifted_product_dot(S.indptr, S.indices, S.data, P, np.array([-0.9], dtype=dtype), AP, b, dots)
     ref = shifted_operator(S, 0.9)(P)                        # S @ P, * -alpha, + P: the numpy path
     assert np.array_equal(AP, ref)
     np.testing.assert_allclose(dots.sum(0), np.einsum("ij,ij->j", P.astype(float), ref.astype(float)), rtol=1e-12)
@@ -48,28 +46,28 @@ def test_update_passes_are_numpys_elementwise_operations_bit_for_bit(dtype):
     X, R, P, AP = (rng.standard_normal((n, c)).astype(dtype) for _ in range(4))
     step, beta = (rng.random(c).astype(dtype) for _ in range(2))
     weight = rng.random(n)
-    b = kernels.row_chunks(np.arange(0, 4 * n + 1, 4))
+    b = fused.row_chunks(np.arange(0, 4 * n + 1, 4))
     dots, rmax = np.zeros((b.size - 1, c)), np.zeros(b.size - 1)
     R_ref = R - AP * step
     X_ref = X + P * step
     P_ref = P * beta + R_ref
-    kernels.residual_update(R, AP, step, b, dots, weight, rmax)
-    kernels.step_update(X, P, R, step, beta, b)
+    fused.residual_update(R, AP, step, b, dots, weight, rmax)
+    fused.step_update(X, P, R, step, beta, b)
     assert np.array_equal(R, R_ref) and np.array_equal(X, X_ref) and np.array_equal(P, P_ref)
     R64 = R_ref.astype(np.float64)
     np.testing.assert_allclose(dots.sum(0), (R64 ** 2).sum(0), rtol=1e-12)
     scaled = np.abs(R64).max(axis=1) * weight
     assert np.array_equal(rmax, [scaled[lo:hi].max(initial=0.0) for lo, hi in zip(b[:-1], b[1:])])
-    kernels.residual_update(R, AP, step, b, dots, np.zeros(0), rmax)
+    fused.residual_update(R, AP, step, b, dots, np.zeros(0), rmax)
     assert not rmax.any()                                    # no weight: no screen
     P_ref = P * beta + R
-    kernels.step_update(np.zeros((0, c), dtype=dtype), P, R, step, beta, b)   # no iterate: the direction alone
+    fused.step_update(np.zeros((0, c), dtype=dtype), P, R, step, beta, b)   # no iterate: the direction alone
     assert np.array_equal(P, P_ref)
 
 
 def test_row_chunks_cover_the_rows_in_order_with_equal_entries():
     g, _ = random_graph(300, 5, seed=1)
-    b = kernels.row_chunks(g.S.indptr, 7)
+    b = fused.row_chunks(g.S.indptr, 7)
     assert b[0] == 0 and b[-1] == g.n and np.all(np.diff(b) >= 0) and b.size == 8
     nnz = np.diff(g.S.indptr[b])
     assert nnz.max() - nnz.min() <= 2 * np.diff(g.S.indptr).max()
@@ -83,8 +81,8 @@ def test_fused_cg_equals_block_cg_and_the_dense_solve(seed, dtype):
     rng = np.random.default_rng(seed)
     B = rng.random((g.n, 4)).astype(dtype)
     tol = 1e-12 if dtype == np.float64 else 1e-6
-    X, it, rel = fused_shifted_cg(S, 0.9, B, tol=tol)
-    Xb, itb, _ = block_cg(shifted_operator(S, 0.9), B, tol=tol)
+    X, it, rel = fused_cg(S, 0.9, B, tol=tol)
+    Xb, itb, _ = shifted_solve(S, B, 0.9, tol=tol, strategy="block")
     ref = _dense(type("G", (), {"n": g.n, "S": S})(), B.astype(float), 0.9)
     assert X.dtype == dtype and rel <= tol
     assert abs(it - itb) <= 1                      # the same recursion; column sums in another order
@@ -100,7 +98,7 @@ def test_fused_cg_is_the_same_for_any_thread_count(monkeypatch):
     out = []
     for threads in ("1", "2"):
         monkeypatch.setenv("OMP_NUM_THREADS", threads)
-        out.append(fused_shifted_cg(S, 0.9, B, tol=1e-12))
+        out.append(fused_cg(S, 0.9, B, tol=1e-12))
     assert np.array_equal(out[0][0], out[1][0]) and out[0][1] == out[1][1]
 
 
@@ -118,33 +116,26 @@ def _labelled_problem(seed: int):
 @pytest.mark.parametrize("seed", range(3))
 def test_fused_certified_stop_gives_the_dense_argmax(seed):
     g, Y, S, perm, Yp = _labelled_problem(seed)
-    cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Yp)
-    X, it, _ = fused_shifted_cg(S, 0.9, Yp, tol=1e-13, certify=cert)
-    _, it_full, _ = fused_shifted_cg(S, 0.9, Yp, tol=1e-13)
+    X, it, _ = fused_cg(S, 0.9, Yp, tol=1e-13, degree=g.degree[perm])
+    _, it_full, _ = fused_cg(S, 0.9, Yp, tol=1e-13)
     ref = _dense(g, Y, 0.9)[perm]
     assert it < it_full
     assert np.array_equal(X.argmax(1), ref.argmax(1))
 
 
-def _spied_solver(monkeypatch, name: str):
-    """A 300-point graph with 30 labels of 3 classes, every solve large enough for the fused path, and the list
-    that grows by one with each call of ``linalg.<name>``."""
+def test_shifted_solve_takes_the_fused_path_for_large_problems(monkeypatch):
+    """A 300-point graph with 30 labels of 3 classes, every solve large enough for the fused passes."""
     g, _ = random_graph(300, 5, seed=4)
     Y = np.zeros((g.n, 3))
     Y[np.arange(0, 30), np.arange(30) % 3] = 1
     calls = []
-    real = getattr(linalg, name)
-    monkeypatch.setattr(linalg, name, lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 0)
-    return g, Y, calls
-
-
-def test_shifted_solve_takes_the_fused_path_for_large_problems(monkeypatch):
-    g, Y, calls = _spied_solver(monkeypatch, "fused_shifted_cg")
-    F, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
+    real = shifted.FusedPasses
+    monkeypatch.setattr(shifted, "FusedPasses", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(shifted, "FUSED_MIN_ENTRIES", 0)
+    F, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree, reorder=True)
     assert calls
     monkeypatch.setenv("LGCEXP_FUSED", "0")
-    F0, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
+    F0, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree, reorder=True)
     assert len(calls) == 1                          # switched off: the numpy/scipy path
     assert np.array_equal(F.argmax(1), F0.argmax(1)) and np.array_equal(F.argmax(1), _dense(g, Y, 0.9).argmax(1))
 
@@ -156,9 +147,9 @@ def test_fused_solves_from_several_python_threads_take_turns():
     g, _ = random_graph(300, 5, seed=5)
     S, _ = rcm_reordered(g.S)
     B = np.random.default_rng(5).random((g.n, 3))
-    ref = fused_shifted_cg(S, 0.9, B, tol=1e-12)[0]
+    ref = fused_cg(S, 0.9, B, tol=1e-12)[0]
     with ThreadPoolExecutor(4) as ex:
-        outs = list(ex.map(lambda _: fused_shifted_cg(S, 0.9, B, tol=1e-12)[0], range(8)))
+        outs = list(ex.map(lambda _: fused_cg(S, 0.9, B, tol=1e-12)[0], range(8)))
     assert all(np.array_equal(o, ref) for o in outs)
 
 
@@ -169,11 +160,11 @@ def test_specialised_product_against_scipy(dtype, c):
     g, _ = random_graph(160, 6, seed=10 + c)
     S, _ = rcm_reordered(g.S, dtype)
     P = np.random.default_rng(c).standard_normal((g.n, c)).astype(dtype)
-    b = kernels.row_chunks(S.indptr)
+    b = fused.row_chunks(S.indptr)
     AP = np.empty_like(P)
     dots = np.zeros((b.size - 1, c))
     contract = dtype == np.float32
-    kernels.specialised_product(c, contract)(S.indptr, S.indices, S.data, P, np.array([-0.9], dtype=dtype), AP, b,
+    fused.specialised_product(c, contract)(S.indptr, S.indices, S.data, P, np.array([-0.9], dtype=dtype), AP, b,
                                              dots)
     ref = shifted_operator(S, 0.9)(P)
     if contract:
@@ -183,8 +174,8 @@ def test_specialised_product_against_scipy(dtype, c):
     else:
         assert np.array_equal(AP, ref)
     np.testing.assert_allclose(dots.sum(0), np.einsum("ij,ij->j", P.astype(float), AP.astype(float)), rtol=1e-10)
-    assert kernels.specialised_product(c, contract) is kernels.specialised_product(c, contract)   # loaded once
-    assert kernels.specialised_product(kernels.SPECIALISED_MAX_COLUMNS + 1, contract) is None
+    assert fused.specialised_product(c, contract) is fused.specialised_product(c, contract)   # loaded once
+    assert fused.specialised_product(fused.SPECIALISED_MAX_COLUMNS + 1, contract) is None
 
 
 def _certificate_inputs(seed, n=300, c=5):
@@ -202,8 +193,8 @@ def _certificate_inputs(seed, n=300, c=5):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_fused_certificate_kernel_decides_as_numpy(seed):
-    """lgcexp.kernels.argmax_certified: the same decision and gap scale as the numpy test, at residual sizes
-    around the threshold, with and without ties, with an offset (X = offset + correction)."""
+    """lgcexp.solvers.fused.argmax_certified: the same decision and gap scale as the numpy test, at residual sizes
+    around the threshold, with and without ties."""
     deg, S, X, B, rng = _certificate_inputs(seed)
     ties = X[10:20].copy()
     seen = set()
@@ -213,83 +204,18 @@ def test_fused_certificate_kernel_decides_as_numpy(seed):
             if not tie:
                 X2[10:20] = ties + rng.random(ties.shape) * 0.5
             R = rng.standard_normal(X.shape) * scale
-            ref, fused = (ArgmaxCertificate(deg, 0.9, S, B, fused=f) for f in (False, True))
+            ref, fast = (ArgmaxCertificate(deg, 0.9, S, B, fused=f) for f in (False, True))
             decision = ref(X2, R)
             seen.add(decision)
-            assert decision == fused(X2, R)
-            assert ref._gap_scale == fused._gap_scale
-            off = rng.random(X.shape)
-            ref_o, fused_o = ref.shifted_by(off), fused.shifted_by(off)
-            D = (X2 - off).astype(np.float32)
-            assert ref_o(D, R) == fused_o(D, R) == ref(off + D, R)
-            assert ref_o._gap_scale == fused_o._gap_scale
+            assert decision == fast(X2, R)
+            assert ref._gap_scale == fast._gap_scale
     assert seen == {True, False}                          # both outcomes tested
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_mixed_precision_solve_certifies_the_dense_argmax(seed):
-    g, Y, S, perm, Yp = _labelled_problem(seed)
-    S32, _ = rcm_reordered(g.S, np.float32)
-    cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Yp, fused=True)
-    X, it, rel = linalg.mixed_shifted_cg(S, S32, 0.9, Yp, cert, tol=1e-13)
-    ref = _dense(g, Y, 0.9)[perm]
-    assert X.dtype == np.float64
-    assert np.array_equal(X.argmax(1), ref.argmax(1))
-    R = Yp - shifted_operator(S, 0.9)(X)                  # the returned residual is X's float64 residual
-    assert rel == pytest.approx((np.linalg.norm(R, axis=0) / np.linalg.norm(Yp, axis=0)).max(), rel=1e-6)
-    assert np.all(np.abs(X - ref).max(1) <= cert.bound(X, R))   # within the certified error bound
-    Xf, itf, _ = fused_shifted_cg(S, 0.9, Yp, tol=1e-13, certify=ArgmaxCertificate(g.degree[perm], 0.9, S, Yp))
-    assert np.array_equal(X.argmax(1), Xf.argmax(1)) and it <= itf + 15
-
-
-def test_mixed_precision_solve_refines_to_tol_when_rows_tie():
-    """Two equal columns tie in every row they lead: the certificate never holds and the refinement goes on
-    (float32 steps of 1e-5 each) to the float64 tolerance; the values are the dense solve's."""
-    g, _ = random_graph(300, 5, seed=7)
-    Y = np.zeros((g.n, 3))
-    Y[np.arange(0, 30), np.arange(30) % 2] = 1
-    Y[:, 2] = Y[:, 1]
-    S, perm = rcm_reordered(g.S)
-    S32, _ = rcm_reordered(g.S, np.float32)
-    cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Y[perm], fused=True)
-    X, it, rel = linalg.mixed_shifted_cg(S, S32, 0.9, Y[perm], cert, tol=1e-11)
-    assert rel <= 1e-11
-    ref = _dense(g, Y, 0.9)[perm]
-    np.testing.assert_allclose(X, ref, atol=1e-9 * np.abs(ref).max())
-
-
-def test_shifted_solve_takes_the_mixed_path_for_large_certified_solves(monkeypatch):
-    g, Y, calls = _spied_solver(monkeypatch, "mixed_shifted_cg")
-    monkeypatch.delenv("LGCEXP_FUSED_FLOAT32", raising=False)
-    F64, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)  # the default: float64 throughout
-    assert len(calls) == 0
-    monkeypatch.setenv("LGCEXP_FUSED_FLOAT32", "1")
-    F, _, _ = shifted_solve(g.S, Y, 0.9, degree=g.degree)
-    assert len(calls) == 1
-    shifted_solve(g.S, Y, 0.9, tol=1e-12)                 # no certificate: float64 fused as before
-    assert len(calls) == 1
-    dense = _dense(g, Y, 0.9)
-    assert np.array_equal(F.argmax(1), dense.argmax(1)) and np.array_equal(F64.argmax(1), dense.argmax(1))
-
-
-def test_mixed_precision_solve_is_the_same_for_any_thread_count(monkeypatch):
-    g, _ = random_graph(400, 5, seed=8)
-    Y = np.zeros((g.n, 3))
-    Y[np.arange(0, 30), np.arange(30) % 3] = 1
-    S, perm = rcm_reordered(g.S)
-    S32, _ = rcm_reordered(g.S, np.float32)
-    out = []
-    for threads in ("1", "2"):
-        monkeypatch.setenv("OMP_NUM_THREADS", threads)
-        cert = ArgmaxCertificate(g.degree[perm], 0.9, S, Y[perm], fused=True)
-        out.append(linalg.mixed_shifted_cg(S, S32, 0.9, Y[perm], cert, tol=1e-12))
-    assert np.array_equal(out[0][0], out[1][0]) and out[0][1:] == out[1][1:]
 
 
 def test_unwritable_kernel_directory_falls_back_to_the_generic_product(monkeypatch, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("LGCEXP_KERNEL_DIR", str(blocker / "kernels"))     # below a file: cannot be created
-    monkeypatch.setattr(kernels, "_SPECIALISED", {})
-    assert kernels.specialised_product(5, False) is None
-    assert linalg._product(5, np.float64) is kernels.shifted_product_dot
+    monkeypatch.setattr(fused, "_SPECIALISED", {})
+    assert fused.specialised_product(5, False) is None
+    assert fused.product_for(5, np.float64) is fused.shifted_product_dot

@@ -1,10 +1,11 @@
-"""lgcexp.linalg: the reverse Cuthill-McKee renumbered solves and the argmax certificate of the LGC solve,
+"""lgcexp.solvers.shifted and the CG loop (lgcexp.solvers.cg): the reverse Cuthill-McKee renumbered solves and the argmax certificate of the LGC solve,
 against dense linear algebra."""
 import numpy as np
 import pytest
 from conftest import random_graph
 
-from lgcexp.linalg import ArgmaxCertificate, block_cg, rcm_reordered, shifted_operator, shifted_solve
+from lgcexp.solvers.cg import cg
+from lgcexp.solvers.shifted import ArgmaxCertificate, rcm_reordered, shifted_operator, shifted_solve
 
 
 def _dense_solution(g, Y, alpha):
@@ -74,8 +75,8 @@ def _near_tie_problem(seed, delta):
 def test_argmax_stop_gives_the_dense_argmax_including_near_ties(seed, delta):
     g, Y, i = _near_tie_problem(seed, delta)
     ref = _dense_solution(g, Y, 0.9)
-    X, it, rel = shifted_solve(g.S, Y, 0.9, tol=1e-13, degree=g.degree)
-    full, it_full, _ = shifted_solve(g.S, Y, 0.9, tol=1e-13)
+    X, it, rel = shifted_solve(g.S, Y, 0.9, tol=1e-13, degree=g.degree, reorder=True)
+    full, it_full, _ = shifted_solve(g.S, Y, 0.9, tol=1e-13, reorder=True)
     assert it <= it_full
     s = np.sort(ref, axis=1)
     decided = s[:, -1] - s[:, -2] > 1e-13 * np.abs(ref).max()   # rows the dense solve itself can decide
@@ -84,7 +85,7 @@ def test_argmax_stop_gives_the_dense_argmax_including_near_ties(seed, delta):
         assert it < it_full
 
 
-def test_block_cg_certify_hook_checks_the_true_residual():
+def test_cg_certify_hook_checks_the_true_residual():
     """The hook is asked with the recursive residual, then with B - A X, and only the latter stops CG."""
     rng = np.random.default_rng(0)
     M = rng.normal(size=(20, 20))
@@ -96,9 +97,60 @@ def test_block_cg_certify_hook_checks_the_true_residual():
         seen.append((X.copy(), R.copy()))
         return True
 
-    X, it, rel = block_cg(lambda V: A @ V, B, tol=1e-14, certify=certify, certify_below=1.0)
+    X, it, rel = cg(lambda V: A @ V, B, tol=1e-14, certify=certify, certify_below=1.0)
     assert len(seen) == 2 and it == 1                        # asked twice at the first iteration, then stopped
     assert np.array_equal(seen[1][1], B - A @ X)              # the second time with the true residual
     # a hook that refuses never stops it early
-    X2, it2, _ = block_cg(lambda V: A @ V, B, tol=1e-14, certify=lambda X, R: False)
-    assert it2 == block_cg(lambda V: A @ V, B, tol=1e-14)[1]
+    X2, it2, _ = cg(lambda V: A @ V, B, tol=1e-14, certify=lambda X, R: False)
+    assert it2 == cg(lambda V: A @ V, B, tol=1e-14)[1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_entry_strategies_and_multi_shift_agree_with_dense_solves(seed):
+    """shifted_solve's block and fused strategies and its multi-shift form (several alphas, the labelled rows
+    selected) against ``(I - alpha S)^-1 B`` from a dense solve, per alpha."""
+    pytest.importorskip("numba")
+    g, _ = random_graph(150, 5, seed=seed)
+    S, _ = rcm_reordered(g.S)
+    B = np.random.default_rng(seed).random((g.n, 4))
+    rows = np.arange(0, g.n, 9)
+    alphas = [0.5, 0.9, 0.99]
+    for strategy in ("block", "fused"):
+        Xs, it, rel = shifted_solve(S, B, alphas, tol=1e-12, strategy=strategy, select=lambda M: M[rows], rows=rows)
+        assert rel <= 1e-12 and len(Xs) == 3
+        for a, X in zip(alphas, Xs):
+            ref = _dense_solution(type("G", (), {"n": g.n, "S": S})(), B, a)
+            np.testing.assert_allclose(X, ref[rows], atol=1e-9 * np.abs(ref).max())
+            one, _, _ = shifted_solve(S, B, a, tol=1e-12, strategy=strategy)
+            np.testing.assert_allclose(one, ref, atol=1e-9 * np.abs(ref).max())
+
+
+def test_the_entry_refuses_an_unknown_strategy_and_a_multi_shift_without_select():
+    g, _ = random_graph(40, 4)
+    with pytest.raises(ValueError, match="strategy='lu'"):
+        shifted_solve(g.S, np.ones((g.n, 1)), 0.9, strategy="lu")
+    with pytest.raises(ValueError, match="needs select"):
+        shifted_solve(g.S, np.ones((g.n, 1)), [0.5, 0.9])
+
+
+def test_preconditioned_residual_is_that_of_the_jacobi_scaled_system():
+    """``residual="preconditioned"`` stops on ``||D^-1/2 r|| / ||D^-1/2 b||`` (the residual of the system scaled
+    to a unit diagonal), ``"plain"`` on ``||r|| / ||b||``: each reported residual recomputed here from the
+    returned X, on a grounded Laplace-type system whose rows differ by 1e4 in weight."""
+    import scipy.sparse as sp
+
+    g, _ = random_graph(200, 5, seed=11)
+    w = np.ones(g.n)
+    w[:20] = 1e4                                        # heavy nodes, as next to the labels
+    W = sp.csr_matrix(sp.diags(w) @ g.W + g.W @ sp.diags(w))
+    d = np.asarray(W.sum(axis=1)).ravel() + 1.0        # a grounded Laplacian: SPD
+    A = (sp.diags(d) - W).tocsr()
+    b = np.random.default_rng(0).random((g.n, 2)) * np.sqrt(d)[:, None]
+    scaled = {"plain": np.ones(g.n), "preconditioned": 1.0 / np.sqrt(d)}
+    for residual, s in scaled.items():
+        X, it, rel = cg(lambda V: A @ V, b, tol=1e-8, precond=1.0 / d, residual=residual, maxiter=100_000)
+        r = b - A @ X
+        got = (np.linalg.norm(s[:, None] * r, axis=0) / np.linalg.norm(s[:, None] * b, axis=0)).max()
+        assert rel <= 1e-8 and got == pytest.approx(rel, rel=1e-3, abs=1e-12)
+    with pytest.raises(ValueError, match="needs precond"):
+        cg(lambda V: A @ V, b, residual="preconditioned")
