@@ -6,15 +6,15 @@ from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.gfhf import GFHF
 from lgcexp.algorithms.lgc import LGC, lgc_propagate
 from lgcexp.errors import UserError
-from lgcexp.linalg import block_cg
+from lgcexp.solvers.cg import cg
 
 
-def test_block_cg_against_dense_solve():
+def test_cg_against_dense_solve():
     rng = np.random.default_rng(0)
     M = rng.normal(size=(30, 30))
     A = M @ M.T + 30 * np.eye(30)
     B = rng.normal(size=(30, 4))
-    X, it, res = block_cg(lambda V: A @ V, B, tol=1e-12)
+    X, it, res = cg(lambda V: A @ V, B, tol=1e-12)
     assert np.allclose(X, np.linalg.solve(A, B), atol=1e-9) and res <= 1e-12
 
 

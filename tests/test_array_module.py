@@ -1,7 +1,7 @@
-"""The solvers' array-module plumbing (lgcexp.linalg, the P_LL blocks) run with a stand-in for CuPy: a module
+"""The solvers' array-module plumbing (lgcexp.solvers, the P_LL blocks) run with a stand-in for CuPy: a module
 object that is not numpy but forwards to it, so every ``xp is not np`` branch (device copies of S, the
 certificate's constants, wide P_LL blocks, host transfers) runs on the CPU; results must equal numpy's. The
-GPU's own product kernel (lgcexp.linalg.sparse_product) needs a GPU: ``python -m benchmarks gpu`` checks it."""
+GPU's own product kernel (lgcexp.solvers.cg.sparse_product) needs a GPU: ``python -m benchmarks gpu`` checks it."""
 import types
 
 import numpy as np
@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 from conftest import random_graph
 
-from lgcexp import devices, linalg
+from lgcexp import devices
+from lgcexp.solvers import cg, shifted
 from lgcexp.algorithms import propagation
 
 
@@ -28,7 +29,7 @@ def _fake_cupy():
 @pytest.fixture
 def xp(monkeypatch):
     fake = _fake_cupy()
-    for mod in (linalg, propagation):
+    for mod in (shifted, propagation):
         monkeypatch.setattr(mod, "sparse_module", lambda m: sp)
     monkeypatch.setattr(devices, "sparse_module", lambda m: sp)
     return fake
@@ -38,7 +39,7 @@ def xp(monkeypatch):
 def layouts(monkeypatch):
     """The (C, F) contiguity of every block the shifted operator is applied to."""
     seen = []
-    real = linalg.shifted_operator
+    real = shifted.shifted_operator
 
     def recording(S, alpha):
         apply = real(S, alpha)
@@ -49,8 +50,7 @@ def layouts(monkeypatch):
 
         return rec
 
-    for mod in (linalg, propagation):
-        monkeypatch.setattr(mod, "shifted_operator", recording)
+    monkeypatch.setattr(shifted, "shifted_operator", recording)
     return seen
 
 
@@ -59,12 +59,12 @@ def test_column_reductions_of_the_gpu_branch_equal_numpys():
     rng = np.random.default_rng(4)
     A, B = rng.standard_normal((500, 7)), rng.standard_normal((500, 7))
     fake = _fake_cupy()
-    assert np.array_equal(linalg.column_dots(A, B), np.einsum("ij,ij->j", A, B))     # numpy: einsum's bits
-    assert np.array_equal(linalg.column_norms(A), np.linalg.norm(A, axis=0))
-    np.testing.assert_allclose(linalg.column_dots(A, B, fake), np.einsum("ij,ij->j", A, B), rtol=1e-12)
-    np.testing.assert_allclose(linalg.column_norms(A, fake), np.linalg.norm(A, axis=0), rtol=1e-12)
+    assert np.array_equal(cg.column_dots(A, B), np.einsum("ij,ij->j", A, B))     # numpy: einsum's bits
+    assert np.array_equal(cg.column_norms(A), np.linalg.norm(A, axis=0))
+    np.testing.assert_allclose(cg.column_dots(A, B, fake), np.einsum("ij,ij->j", A, B), rtol=1e-12)
+    np.testing.assert_allclose(cg.column_norms(A, fake), np.linalg.norm(A, axis=0), rtol=1e-12)
     A32, B32 = A.astype(np.float32), B.astype(np.float32)
-    got = linalg.column_dots(A32, B32, fake)
+    got = cg.column_dots(A32, B32, fake)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, np.einsum("ij,ij->j", A, B), rtol=0, atol=1e-3)
 
@@ -87,31 +87,31 @@ def test_the_gpu_product_kernel_equals_scipy():
         S = csp.csr_matrix(A.astype(dt))
         for c in (1, 31, 33, 1000):
             V = rng.standard_normal((300, c)).astype(dt)
-            got = cp.asnumpy(linalg.sparse_product(S, cp.asarray(V)))
+            got = cp.asnumpy(cg.sparse_product(S, cp.asarray(V)))
             np.testing.assert_allclose(got, A.astype(dt) @ V, rtol=0, atol=atol)
         V = cp.asarray(rng.standard_normal((300, 4)).astype(dt))
         for other in (cp.asfortranarray(V), V[:, 0], V.astype(np.float64 if dt == np.float32 else np.float32)):
-            np.testing.assert_allclose(cp.asnumpy(linalg.sparse_product(S, other)), cp.asnumpy(S @ other), atol=atol)
+            np.testing.assert_allclose(cp.asnumpy(cg.sparse_product(S, other)), cp.asnumpy(S @ other), atol=atol)
 
 
 def test_sparse_product_is_scipys_off_the_gpu():
     g, _ = random_graph(60, 4, seed=2)
     V = np.random.default_rng(0).standard_normal((60, 3))
-    assert np.array_equal(linalg.sparse_product(g.S, V), g.S @ V)
-    assert np.array_equal(linalg.sparse_product(g.S, V[:, 0]), g.S @ V[:, 0])
+    assert np.array_equal(cg.sparse_product(g.S, V), g.S @ V)
+    assert np.array_equal(cg.sparse_product(g.S, V[:, 0]), g.S @ V[:, 0])
 
 
 def test_shifted_solve_with_another_array_module_equals_numpy(xp, layouts):
     g, _ = random_graph(120, 5, seed=0)
     Y = np.zeros((g.n, 3))
     Y[np.arange(15), np.arange(15) % 3] = 1
-    ref, it_ref, _ = linalg.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=np)
+    ref, it_ref, _ = shifted.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=np, reorder=True)
     layouts.clear()
-    out, it, _ = linalg.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=xp)
+    out, it, _ = shifted.shifted_solve(g.S, Y, 0.9, degree=g.degree, xp=xp, reorder=True)
     assert layouts and all(c and not f for c, f in layouts)   # row-major blocks, what the GPU kernel takes
     assert it == it_ref and np.array_equal(out, ref)
-    S_dev, _ = linalg.rcm_reordered(g.S, np.float64, xp)
-    assert linalg.rcm_reordered(g.S, np.float64, xp)[0] is S_dev         # copied to the device once
+    S_dev, _ = shifted.rcm_reordered(g.S, np.float64, xp)
+    assert shifted.rcm_reordered(g.S, np.float64, xp)[0] is S_dev         # copied to the device once
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

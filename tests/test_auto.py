@@ -19,7 +19,7 @@ from lgcexp.algorithms.autol import (
 )
 from lgcexp.cache import Cache
 from lgcexp.errors import UserError
-from lgcexp.linalg import multishift_cg
+from lgcexp.solvers.shifted import shifted_solve
 
 XS = [2.0, 4.0, 8.0, 16.0]
 
@@ -42,14 +42,14 @@ def problem(n=70, l=24, c=3, seed=0, flips=4):
 # ---------------------------------------------------------------- multi-shift CG
 
 
-def test_multishift_cg_equals_dense_inverse_for_every_alpha():
+def test_multishift_solve_equals_dense_inverse_for_every_alpha():
     g, labeled, _, _ = problem()
     n, l = g.n, labeled.size
     E = np.zeros((n, l))
     E[labeled, np.arange(l)] = 1.0
     alphas = alpha_of_x([1.0, 3.0, 10.0, 100.0])
-    rows, it, rel = multishift_cg(g.S, E, alphas, lambda M: M[labeled], tol=1e-12)
-    diag, _, _ = multishift_cg(g.S, E, alphas, lambda M: M[labeled, np.arange(l)], tol=1e-12)
+    rows, it, rel = shifted_solve(g.S, E, alphas, tol=1e-12, select=lambda M: M[labeled])
+    diag, _, _ = shifted_solve(g.S, E, alphas, tol=1e-12, select=lambda M: M[labeled, np.arange(l)])
     assert rel <= 1e-12 and it > 0
     for a, R, d in zip(alphas, rows, diag):
         P = dense_P(g, a)[np.ix_(labeled, labeled)]
@@ -57,18 +57,18 @@ def test_multishift_cg_equals_dense_inverse_for_every_alpha():
         np.testing.assert_allclose(d, np.diag(P), rtol=1e-9)
 
 
-def test_fused_multishift_cg_takes_a_column_major_block():
+def test_fused_multishift_takes_a_column_major_block():
     """The fused kernels index rows of C-ordered blocks: a Fortran-ordered B (a transposed array, say) gives
     the same solution as its C-ordered copy (it used to diverge)."""
-    from lgcexp.linalg import rcm_reordered
+    from lgcexp.solvers.shifted import rcm_reordered
 
     pytest.importorskip("numba")
     g, labeled, _, _ = problem()
     S, _ = rcm_reordered(g.S, np.float64)
     B = np.random.default_rng(0).standard_normal((g.n, 6))
     alphas = alpha_of_x([1.0, 10.0])
-    ref, it_ref, _ = multishift_cg(S, B, alphas, lambda M: M, tol=1e-10, fused=True)
-    got, it, _ = multishift_cg(S, np.asfortranarray(B), alphas, lambda M: M, tol=1e-10, fused=True)
+    ref, it_ref, _ = shifted_solve(S, B, alphas, tol=1e-10, strategy="fused", select=lambda M: M)
+    got, it, _ = shifted_solve(S, np.asfortranarray(B), alphas, tol=1e-10, strategy="fused", select=lambda M: M)
     assert it == it_ref
     for a, b in zip(ref, got):
         assert np.array_equal(a, b)
@@ -304,13 +304,13 @@ def test_multishift_on_the_fused_kernels_equals_the_numpy_recursion(monkeypatch,
     """Large graphs (MNIST) run multi-shift CG's base recursion on the fused kernels: the numpy recursion's
     P_LL to round-off, the dense inverse's to the tolerance, at every alpha, whole blocks and diagonals."""
     pytest.importorskip("numba")
-    from lgcexp import linalg
     from lgcexp.algorithms.propagation import pll_path
+    from lgcexp.solvers import shifted
 
     g, labeled, _, _ = problem()
     alphas = alpha_of_x(XS)
     plain, st_plain = propagation_submatrices(g.S, labeled, alphas, tol=tol, dtype=dtype)
-    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    monkeypatch.setattr(shifted, "FUSED_MIN_ENTRIES", 1)
     assert pll_path(g.S, labeled.size) == "fused"
     fused, st = propagation_submatrices(g.S, labeled, alphas, tol=tol, dtype=dtype)
     diag, _ = propagation_submatrices(g.S, labeled, alphas, tol=tol, dtype=dtype, diagonal_only=True, scale=False)
@@ -326,24 +326,26 @@ def test_multishift_on_the_fused_kernels_equals_the_numpy_recursion(monkeypatch,
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("fused", [False, True])
 def test_shifted_updates_in_one_pass_give_numpy_s_bits(monkeypatch, dtype, fused):
-    """Multi-shift CG's shifted updates by lgcexp.kernels.shifted_updates (large labelled sets, e.g. ISOLET's)
+    """Multi-shift CG's shifted updates by lgcexp.solvers.fused.shifted_updates (large labelled sets, e.g. ISOLET's)
     give numpy's P_LL bit for bit, on the numpy and on the fused base recursion; diagonals keep numpy."""
     pytest.importorskip("numba")
-    from lgcexp import kernels, linalg
+    from lgcexp.solvers import fused as passes
+    from lgcexp.solvers import shifted
+    from lgcexp.solvers.cg import numba_passes
 
     g, labeled, _, _ = problem()
     alphas = alpha_of_x(XS)
     if fused:
-        monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+        monkeypatch.setattr(shifted, "FUSED_MIN_ENTRIES", 1)
     calls = []
-    monkeypatch.setattr(kernels, "shifted_updates", lambda *a, f=kernels.shifted_updates: (calls.append(1), f(*a)))
-    monkeypatch.setattr(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62)
+    monkeypatch.setattr(passes, "shifted_updates", lambda *a, f=passes.shifted_updates: (calls.append(1), f(*a)))
+    monkeypatch.setattr(shifted, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62)
     plain, _ = propagation_submatrices(g.S, labeled, alphas, tol=1e-8, dtype=dtype)
     assert not calls
-    monkeypatch.setattr(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1)
+    monkeypatch.setattr(shifted, "SHIFTED_KERNEL_MIN_ENTRIES", 1)
     one_pass, _ = propagation_submatrices(g.S, labeled, alphas, tol=1e-8, dtype=dtype)
     assert calls  # the kernel ran
     for a, b in zip(plain, one_pass):
         np.testing.assert_array_equal(a, b)
     monkeypatch.setenv("LGCEXP_FUSED", "0")
-    assert linalg._shifted_kernel(10 ** 9) is None
+    assert numba_passes(10 ** 9, shifted.SHIFTED_KERNEL_MIN_ENTRIES) is None

@@ -64,8 +64,8 @@ def test_pll_on_the_fused_kernels_against_dense_inverse_and_plain_cg(monkeypatch
     """Large graphs (MNIST) solve their P_LL blocks on the fused kernels: the dense inverse's P_LL to the
     tolerance, plain CG's to round-off; the cache keeps the two paths' entries apart."""
     pytest.importorskip("numba")
-    from lgcexp import linalg
     from lgcexp.algorithms.propagation import cached_propagation_submatrix, pll_path
+    from lgcexp.solvers import shifted
     from lgcexp.cache import Cache
 
     g, _ = random_graph(300, 5, seed=4)
@@ -75,7 +75,7 @@ def test_pll_on_the_fused_kernels_against_dense_inverse_and_plain_cg(monkeypatch
     cache = Cache(tmp_path)
     cached_propagation_submatrix(g, labeled, ALPHA, cache=cache, tol=tol, dtype=dtype)
     assert pll_path(g.S, labeled.size) == "cg" and st_plain["path"] == "cg"
-    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    monkeypatch.setattr(shifted, "FUSED_MIN_ENTRIES", 1)
     assert pll_path(g.S, labeled.size) == "fused"
     P, st = propagation_submatrix(g.S, labeled, ALPHA, tol=tol, dtype=dtype)
     assert st["path"] == "fused" and st["block"] == 32 and st["residual"] <= tol
@@ -459,8 +459,8 @@ def test_pll_cache_entries_name_their_path(monkeypatch, tmp_path):
     import hashlib
 
     pytest.importorskip("numba")
-    from lgcexp import kernels, linalg
     from lgcexp.algorithms.propagation import cached_propagation_submatrix, pll_path
+    from lgcexp.solvers import fused, shifted
     from lgcexp.cache import Cache, stable_hash
 
     g, _ = random_graph(120, 5, seed=6)
@@ -474,9 +474,9 @@ def test_pll_cache_entries_name_their_path(monkeypatch, tmp_path):
     P, st = cached_propagation_submatrix(g, labeled, ALPHA, cache=cache)
     assert not st["cache_hit"] and not np.array_equal(P, bogus)
     np.testing.assert_allclose(P, dense_pll(g, labeled), atol=1e-6 * P.max())
-    monkeypatch.setattr(linalg, "FUSED_MIN_ENTRIES", 1)
+    monkeypatch.setattr(shifted, "FUSED_MIN_ENTRIES", 1)
     assert pll_path(g.S, labeled.size) == "fused"
-    monkeypatch.setattr(kernels, "specialised_product", lambda c, contract: None)
+    monkeypatch.setattr(fused, "specialised_product", lambda c, contract: None)
     assert pll_path(g.S, labeled.size) == "fused-generic"
     P2, st2 = cached_propagation_submatrix(g, labeled, ALPHA, cache=cache)
     assert not st2["cache_hit"]

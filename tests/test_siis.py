@@ -217,7 +217,7 @@ def test_in_place_loop_equals_the_textbook_updates(toy, init):
 @pytest.mark.parametrize("init", ["ones", "zeros"])
 @pytest.mark.parametrize("rho,mu_max", [(1.2, 1e7), (1.5, 20.0)])  # the second reaches mu_max (no rescaling)
 def test_fused_edge_pass_equals_the_numpy_loop_and_the_textbook(toy, init, rho, mu_max):
-    """The numba pass (lgcexp.kernels.siis_edge_pass) against the numpy loop and the plain textbook updates:
+    """The numba pass (lgcexp.solvers.fused.siis_edge_pass) against the numpy loop and the plain textbook updates:
     the same iteration count, coefficients, objective trace and final penalty to round-off."""
     pytest.importorskip("numba")
     prob = make_problem(toy, lambda1=100.0, lambda2=10.0)
@@ -249,10 +249,10 @@ def test_fused_edge_pass_by_problem_size(monkeypatch):
     monkeypatch.setenv("LGCEXP_FUSED", "0")
     assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
     monkeypatch.delenv("LGCEXP_FUSED")
-    import lgcexp
+    import lgcexp.solvers
 
-    monkeypatch.setitem(sys.modules, "lgcexp.kernels", None)  # numba not importable: numpy
-    monkeypatch.delattr(lgcexp, "kernels", raising=False)
+    monkeypatch.setitem(sys.modules, "lgcexp.solvers.fused", None)  # numba not importable: numpy
+    monkeypatch.delattr(lgcexp.solvers, "fused", raising=False)
     assert not siis.fused_edges(siis.FUSED_MIN_EDGE_ENTRIES)
 
 

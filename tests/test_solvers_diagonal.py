@@ -1,6 +1,6 @@
-"""Leave-one-out without P_LL (lgcexp.issues.loo): the exact path against the dense P_LL, the diagonal against a
+"""Leave-one-out without P_LL (lgcexp.solvers.diagonal, lgcexp.algorithms.lgc.lgc_loo_probs): the exact path against the dense P_LL, the diagonal against a
 dense inverse, the colouring against brute-force graph distances, probing's error bound, the switch in
-LGC's judgement, and the memory refusal."""
+LGC's judgement, and the memory refusal (lgcexp.algorithms.propagation)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -8,7 +8,9 @@ from scipy.sparse.csgraph import shortest_path
 
 from lgcexp.algorithms.autol import propagation_submatrix
 from lgcexp.errors import UserError
-from lgcexp.issues import loo
+from lgcexp.algorithms import propagation
+from lgcexp.algorithms.lgc import lgc_loo_probs
+from lgcexp.solvers import diagonal
 from lgcexp.issues.judgement import graph_loo_probs
 
 
@@ -32,7 +34,7 @@ def small():
 def test_diagonal_exact_is_the_dense_inverse(small):
     g, lab, _ = small
     Pinv = np.linalg.inv(np.eye(g.n) - 0.9 * g.S.toarray())
-    d, _ = loo.propagation_diagonal(g.S, lab, 0.9, method="exact", dtype="float64", tol=1e-12)
+    d, _ = diagonal.propagation_diagonal(g.S, lab, 0.9, method="exact", dtype="float64", tol=1e-12)
     assert np.allclose(d, np.diag(Pinv)[lab], atol=1e-9)
 
 
@@ -41,11 +43,11 @@ def test_exact_loo_equals_dense_pll_without_diagonal(small, dtype, atol):
     g, lab, yl = small
     P, _ = propagation_submatrix(g.S, lab, 0.9, dtype="float64", tol=1e-12)
     ref = graph_loo_probs(P, yl, 10)
-    got, _ = loo.lgc_loo_probs(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype=dtype,
+    got, _ = lgc_loo_probs(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype=dtype,
                                tol=1e-12 if dtype == "float64" else 1e-6)
     assert np.allclose(got, ref, atol=atol)
     # and the unnormalised scores are (P_LL - diag) Y_L up to the factor 1 - alpha
-    V, _ = loo.lgc_loo_scores(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype="float64", tol=1e-12)
+    V, _ = diagonal.lgc_loo_scores(g.S, lab, yl, 10, 0.9, diagonal="exact", dtype="float64", tol=1e-12)
     Pt = P - np.diag(np.diag(P))
     assert np.allclose(0.1 * V, Pt @ np.eye(10)[yl], atol=1e-9)
 
@@ -56,19 +58,19 @@ def test_given_diagonal_is_reused_across_label_sets(small, method):
     set gets the very numbers it gets when the diagonal is computed inside; and the reused one still matches
     the dense P_LL for a second label set."""
     g, lab, yl = small
-    d, _ = loo.propagation_diagonal(g.S, lab, 0.9, method=method, distance=2, check=0)
+    d, _ = diagonal.propagation_diagonal(g.S, lab, 0.9, method=method, distance=2, check=0)
     other = (yl + np.arange(yl.size) % 3) % 10  # a different labelling of the same points
     for labels in (yl, other):
-        ref, st_ref = loo.lgc_loo_scores(g.S, lab, labels, 10, 0.9, diagonal=method, distance=2)
-        got, st = loo.lgc_loo_scores(g.S, lab, labels, 10, 0.9, P_diag=d)
+        ref, st_ref = diagonal.lgc_loo_scores(g.S, lab, labels, 10, 0.9, diagonal=method, distance=2)
+        got, st = diagonal.lgc_loo_scores(g.S, lab, labels, 10, 0.9, P_diag=d)
         assert np.array_equal(got, ref)
         assert st["diagonal"]["method"] == "given" and st_ref["diagonal"]["method"] == method
     P, _ = propagation_submatrix(g.S, lab, 0.9, dtype="float64", tol=1e-12)
-    d_exact, _ = loo.propagation_diagonal(g.S, lab, 0.9, method="exact")
-    got, _ = loo.lgc_loo_probs(g.S, lab, other, 10, 0.9, P_diag=d_exact)
+    d_exact, _ = diagonal.propagation_diagonal(g.S, lab, 0.9, method="exact")
+    got, _ = lgc_loo_probs(g.S, lab, other, 10, 0.9, P_diag=d_exact)
     assert np.allclose(got, graph_loo_probs(P, other, 10), atol=2e-5)
     with pytest.raises(ValueError, match="P_diag"):
-        loo.lgc_loo_scores(g.S, lab, yl, 10, 0.9, P_diag=d[:-1])
+        diagonal.lgc_loo_scores(g.S, lab, yl, 10, 0.9, P_diag=d[:-1])
 
 
 @pytest.mark.parametrize("distance", [1, 2, 3])
@@ -78,7 +80,7 @@ def test_colouring_separates_by_more_than_distance(small, distance):
     among = np.zeros(g.n, dtype=bool)
     among[lab] = True
     for mask in (None, among):
-        col = loo.distance_colouring(g.S, distance, among=mask)
+        col = diagonal.distance_colouring(g.S, distance, among=mask)
         same = (col[:, None] == col[None, :]) & (col[:, None] >= 0)
         np.fill_diagonal(same, False)
         assert np.all(D[same] > distance)
@@ -86,7 +88,7 @@ def test_colouring_separates_by_more_than_distance(small, distance):
             assert np.all(col[~mask] == -1) and np.all(col[mask] >= 0)
         # the chunking (rows, and the neighbourhood budget) never changes the colours
         for chunk, budget in ((7, 1 << 25), (4096, 50), (4096, 1)):
-            assert np.array_equal(loo.distance_colouring(g.S, distance, among=mask, chunk=chunk, budget=budget),
+            assert np.array_equal(diagonal.distance_colouring(g.S, distance, among=mask, chunk=chunk, budget=budget),
                                   col)
 
 
@@ -95,7 +97,7 @@ def test_colouring_chunks_respect_the_budget(small):
     A = sp.csr_matrix(g.S, dtype=np.float32, copy=True)
     A.data[:] = 1.0
     A = (A + sp.identity(g.n, dtype=np.float32, format="csr")).tocsr()
-    ranges = loo.colouring_chunks(A, 3, chunk=64, budget=2000)
+    ranges = diagonal.colouring_chunks(A, 3, chunk=64, budget=2000)
     assert ranges[0][0] == 0 and ranges[-1][1] == g.n and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
     for s0, s1 in ranges:
         R = (A[s0:s1] @ A @ A).tocsr()
@@ -104,10 +106,10 @@ def test_colouring_chunks_respect_the_budget(small):
 
 def test_probe_bounds_and_converges(small):
     g, lab, _ = small
-    exact, _ = loo.propagation_diagonal(g.S, lab, 0.9, method="exact", dtype="float64", tol=1e-12)
+    exact, _ = diagonal.propagation_diagonal(g.S, lab, 0.9, method="exact", dtype="float64", tol=1e-12)
     errs = []
     for r in (1, 2, 3, 4):
-        d, st = loo.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=r, dtype="float64", tol=1e-12,
+        d, st = diagonal.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=r, dtype="float64", tol=1e-12,
                                          check=50)
         assert np.all(d >= exact - 1e-9)  # P >= 0: probing only adds
         errs.append(np.abs(d - exact).mean())
@@ -115,7 +117,7 @@ def test_probe_bounds_and_converges(small):
     assert errs[0] > errs[1] > errs[2] > errs[3] and errs[3] < 0.01 * exact.mean()
     # with a distance beyond the diameter the points of one colour lie in different components (P_ij = 0
     # between them): probing is exact
-    d, st = loo.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=60, dtype="float64", tol=1e-12, check=0)
+    d, st = diagonal.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=60, dtype="float64", tol=1e-12, check=0)
     assert st["colours"] > 200 and np.allclose(d, exact, atol=1e-9)
 
 
@@ -124,28 +126,28 @@ def test_lgc_judgement_switches_above_the_dense_limit(small, monkeypatch):
 
     g, lab, yl = small
     dense = make_algorithm("lgc", {}).fit(g, lab, yl, 10).label_judgement().probs
-    monkeypatch.setattr(loo, "DENSE_MAX_LABELS", 100)
+    monkeypatch.setattr(propagation, "DENSE_MAX_LABELS", 100)
     alg = make_algorithm("lgc", {}).fit(g, lab, yl, 10)
     probe = alg.label_judgement().probs
     assert "loo_diagonal" in alg.info_ and alg.info_["loo_diagonal"]["method"] == "probe"  # 300 of 400 labelled
     assert alg.info_["loo_diagonal"]["probe_check"]["max_prob_diff"] < 0.02
-    assert loo.choose_diagonal(300, 400) == "probe" and loo.choose_diagonal(100, 400) == "exact"
+    assert diagonal.choose_diagonal(300, 400) == "probe" and diagonal.choose_diagonal(100, 400) == "exact"
     assert np.abs(probe - dense).max() < 0.02 and np.mean(probe.argmax(1) == dense.argmax(1)) > 0.99
 
 
 def test_dense_methods_refused_when_they_cannot_fit(monkeypatch):
     from lgcexp.issues.find import find_label_issues
 
-    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 20)  # a 1 MiB machine
+    monkeypatch.setattr(propagation, "physical_memory", lambda: 1 << 20)  # a 1 MiB machine
     X = np.random.default_rng(0).normal(size=(500, 3))
     y = np.arange(500) % 3
     with pytest.raises(UserError) as e:
         find_label_issues(X, y, method="autoL")
     msg = str(e.value)
     assert msg.startswith("method=autoL is not allowed with 500 labels") and "use method=lgc" in msg and "\n" not in msg
-    assert loo.dense_refusal("autoL", 500, "algo").startswith("algo=autoL is not allowed with 500 labels")
+    assert propagation.dense_refusal("autoL", 500, "algo").startswith("algo=autoL is not allowed with 500 labels")
     # the default method for many labels is lgc, which never needs the dense matrix
-    monkeypatch.setattr(loo, "DENSE_MAX_LABELS", 50)
+    monkeypatch.setattr(propagation, "DENSE_MAX_LABELS", 50)
     df = find_label_issues(X, y)
     assert len(df) == 500 and df.attrs["method"] == "lgc"
 
@@ -155,7 +157,7 @@ def test_default_method_by_labelled_share():
 
     assert default_method(1040, 7797) == "autoL"  # the paper's protocol: a few sampled labels
     assert default_method(7797, 7797) == "lgc" and default_method(500, 1000) == "lgc"  # most points labelled
-    assert default_method(loo.DENSE_MAX_LABELS + 1, 10 * loo.DENSE_MAX_LABELS) == "lgc"  # too many for l x l
+    assert default_method(propagation.DENSE_MAX_LABELS + 1, 10 * propagation.DENSE_MAX_LABELS) == "lgc"  # too many for l x l
 
 
 def test_feature_model_by_labelled_share_and_logistic_view():
@@ -191,7 +193,7 @@ def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
     X = rng.normal(size=(400, 3))
     pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "label": np.arange(400) % 2}).to_csv(tmp_path / "d.csv",
                                                                                                 index=False)
-    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 20)
+    monkeypatch.setattr(propagation, "physical_memory", lambda: 1 << 20)
 
     def no_graph(*a, **k):
         raise AssertionError("the graph stage was reached")
