@@ -94,7 +94,7 @@ def bench_sweep(args) -> None:
     from lgcexp.algorithms.autod import SpectralLOO, alpha_of_x, loo_curves, normalize_rows, select_index, x_grid
     from lgcexp.algorithms.base import one_hot
     from lgcexp.labels import sample_and_corrupt
-    from lgcexp.linalg import block_cg
+    from lgcexp.solvers.cg import cg
     from lgcexp.spectral import laplacian_eigenpairs
 
     data, graph, cache = load_graph(args.dataset)
@@ -156,7 +156,7 @@ def bench_sweep(args) -> None:
     for j in sel:
         a = float(alpha_of_x(xs[j]))
         t0 = time.perf_counter()
-        X, it, _ = block_cg(lambda V: V - a * (graph.S @ V), E, tol=args.cg_tol, maxiter=100_000)
+        X, it, _ = cg(lambda V: V - a * (graph.S @ V), E, tol=args.cg_tol, maxiter=100_000)
         P_LL = X[labeled]
         dt = time.perf_counter() - t0
         cg_t.append(dt)
@@ -191,7 +191,7 @@ def run(quick: bool = False) -> dict:
     from lgcexp.algorithms.autod import SpectralLOO, loo_curves, x_grid
     from lgcexp.algorithms.base import one_hot
     from lgcexp.labels import sample_and_corrupt
-    from lgcexp.linalg import block_cg
+    from lgcexp.solvers.cg import cg
     from lgcexp.spectral import laplacian_eigenpairs, solve_eigenpairs
 
     out: dict = {}
@@ -222,7 +222,7 @@ def run(quick: bool = False) -> dict:
     E[split.labeled, np.arange(split.labeled.size)] = 1.0
     a = 2.0 ** (-1.0 / 28)
     t0 = time.perf_counter()
-    block_cg(lambda V: V - a * (graph.S @ V), E, tol=1e-6, maxiter=100_000)
+    cg(lambda V: V - a * (graph.S @ V), E, tol=1e-6, maxiter=100_000)
     t_cg = time.perf_counter() - t0
     out.update({f"{ds}_sweep_100x_both_modes_s": t_sweep, f"{ds}_pll_cg_one_alpha_s": t_cg,
                 f"{ds}_pll_cg_100x_estimate_s": 100 * t_cg, "speedup_spectral_sweep_vs_cg": 100 * t_cg / t_sweep})

@@ -6,7 +6,7 @@ detector judges the same noisy labels on the same features and graph (10-NN, Gau
 "mean"). Detectors (``label_quality``: the probability of the given label, lower = more suspicious; the
 flags as stated):
 
-- ``graph``: (a) LGC's graph leave-one-out (alpha 0.9, no learning; :mod:`lgcexp.issues.loo`), flagged where
+- ``graph``: (a) LGC's graph leave-one-out (alpha 0.9, no learning; :mod:`lgcexp.solvers.diagonal`), flagged where
   another class has more evidence;
 - ``lgc+lda``, ``lgc+lr``, ``lgc+mlp``: LGC's evidence judged by ``lgcexp.issues.judge.judge`` with the
   shrinkage-LDA, logistic or network (the fully labelled default) feature view behind the agreement gate, cut
@@ -112,14 +112,15 @@ def main(argv: list[str] | None = None) -> None:
     from cleanlab.filter import find_label_issues as cl_find
     from cleanlab.rank import get_label_quality_scores
 
+    from lgcexp.algorithms.lgc import lgc_loo_probs
     from lgcexp.graph import build_graph
     from lgcexp.issues.cuts import confident_learning
     from lgcexp.issues.judge import judge
     from lgcexp.issues.judgement import LabelJudgement, label_quality, suggested_labels
-    from lgcexp.issues.loo import lgc_loo_probs, propagation_diagonal
     from lgcexp.issues.out_of_fold import oof_logistic_probs, oof_mlp_probs
     from lgcexp.issues.views import combine_views, knn_oof_from_neighbors, knn_oof_probs
     from lgcexp.noise import make_noise
+    from lgcexp.solvers.diagonal import propagation_diagonal
 
     datasets = list(a.datasets) + (["mnist"] if a.mnist else [])
     rows = []

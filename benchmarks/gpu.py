@@ -16,13 +16,13 @@ text and the run goes on:
    below 8192 points, the same brute force in numpy; then W (Gaussian, sigma = mean heuristic, union) and
    S = D^-1/2 W D^-1/2 from each list by lgcexp's own code; neighbour lists and S compared.
 2. ``lgc``: the LGC solve ``(I - 0.9 S) F = Y`` (100 labels, seed 0, the CPU graph on both devices) by
-   :func:`lgcexp.linalg.shifted_solve` (RCM order, argmax certificate), and without the certificate to
+   :func:`lgcexp.solvers.shifted.shifted_solve` (RCM order, argmax certificate), and without the certificate to
    1e-10 (on the CPU the fused numba kernels when numba is installed, ``cpu_path``); warm (renumbering and
    transfer done once before), best of 3; argmax of every point compared;
    "end to end": the search + W + S + the first (cold) certified solve on each device.
 3. ``cg_iter``: one conjugate-gradient iteration with 10 right-hand sides (float64 and float32): 20
-   iterations of :func:`lgcexp.linalg.block_cg` divided by 20, and the bare sparse product
-   (:func:`lgcexp.linalg.sparse_product`); on the GPU also with column-major blocks, which CuPy multiplies by
+   iterations of :func:`lgcexp.solvers.cg.cg` divided by 20, and the bare sparse product
+   (:func:`lgcexp.solvers.cg.sparse_product`); on the GPU also with column-major blocks, which CuPy multiplies by
    cuSPARSE (products compared), and a per-operation profile of a 1000-column float32 block.
 4. ``pll``: P_LL for ``--pll-labels`` (1000) labels, float32, tol 1e-6 (AutoL's), by
    :func:`lgcexp.algorithms.propagation.propagation_submatrix`: all columns on the GPU (and again with
@@ -290,7 +290,7 @@ def _labels(ctx, n_labels, seed=0):
 
 
 def sec_lgc(ctx, r):
-    from lgcexp.linalg import shifted_solve
+    from lgcexp.solvers.shifted import shifted_solve
 
     g = ctx["graph"]
     _, Y = _labels(ctx, ctx["lgc_labels"])
@@ -300,22 +300,22 @@ def sec_lgc(ctx, r):
             tag = f"{dev}_{'cert' if cert else 'tol1e-10'}"
             deg = g.degree if cert else None
             # the first call pays the renumbering (once per graph, shared by the devices) and the transfer
-            _, r[f"{tag}_first_call_s"] = timed(xp, shifted_solve, g.S, Y, 0.9, degree=deg, xp=xp)
+            _, r[f"{tag}_first_call_s"] = timed(xp, shifted_solve, g.S, Y, 0.9, degree=deg, xp=xp, reorder=True)
             if cert and f"{dev}_search_affinity_s" in ctx:
                 r[f"{dev}_end_to_end_s"] = ctx[f"{dev}_search_affinity_s"] + r[f"{tag}_first_call_s"]
             best, it = np.inf, None
             for _ in range(3):
-                (F, it, rel), s = timed(xp, shifted_solve, g.S, Y, 0.9, degree=deg, xp=xp)
+                (F, it, rel), s = timed(xp, shifted_solve, g.S, Y, 0.9, degree=deg, xp=xp, reorder=True)
                 best = min(best, s)
             r[f"{tag}_s"], r[f"{tag}_iterations"], r[f"{tag}_residual"] = best, int(it), float(rel)
             preds[tag] = F.argmax(axis=1)
             r[f"{tag}_accuracy"] = float(np.mean(preds[tag] == ctx["y"]))
             say(f"lgc: {tag} {best:.3f}s, {it} iterations")
     from lgcexp import devices
-    from lgcexp.linalg import fused_available
+    from lgcexp.solvers.shifted import fused_available
 
     r["auto_module_for_this_solve"] = devices.solve_module(Y.size).__name__  # what lgc_propagate would use
-    r["cpu_path"] = "fused numba kernels" if fused_available(Y.size) else "numpy/scipy block_cg"
+    r["cpu_path"] = "fused numba kernels" if fused_available(Y.size) else "numpy/scipy block strategy"
     ref = preds["cpu_tol1e-10"]
     for tag, p in preds.items():
         r[f"{tag}_argmax_differs_from_cpu_tol1e-10"] = int(np.sum(p != ref))
@@ -327,7 +327,8 @@ def sec_lgc(ctx, r):
 
 
 def sec_cg_iter(ctx, r):
-    from lgcexp.linalg import NotConverged, block_cg, rcm_reordered, shifted_operator, sparse_product
+    from lgcexp.solvers.cg import NotConverged, cg, sparse_product
+    from lgcexp.solvers.shifted import rcm_reordered, shifted_operator
 
     g = ctx["graph"]
     n = g.S.shape[0]
@@ -345,7 +346,7 @@ def sec_cg_iter(ctx, r):
 
             def iters(op=op, B=B):
                 try:
-                    block_cg(op, B, tol=0.0, maxiter=m)
+                    cg(op, B, tol=0.0, maxiter=m)
                 except NotConverged:
                     pass
 
@@ -371,7 +372,8 @@ def sec_cg_iter(ctx, r):
 def _profile_wide_block(cp, g, r, c: int = 1000) -> None:
     """Where one CG iteration's time goes on the GPU with a P_LL-wide float32 block (n x c): the product by
     lgcexp's kernel and by cuSPARSE, the column reductions and an update, each the mean of 10."""
-    from lgcexp.linalg import rcm_reordered, sparse_product
+    from lgcexp.solvers.cg import sparse_product
+    from lgcexp.solvers.shifted import rcm_reordered
 
     S, _ = rcm_reordered(g.S, np.float32, cp)
     A = cp.asarray(np.random.default_rng(1).standard_normal((g.n, c), dtype=np.float32))
@@ -425,12 +427,12 @@ def sec_pll(ctx, r):
 
 
 def _pll_columns(S, lab, c, tol, dtype, xp=np, order="C", block=None):
-    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.linalg.block_cg` in blocks of ``block``
-    columns laid out in ``order`` in ``xp``, on S renumbered by reverse Cuthill-McKee (propagation_submatrix's
+    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.solvers.shifted.shifted_solve` (block
+    strategy) in blocks of ``block`` columns laid out in ``order`` in ``xp``, on S renumbered by reverse Cuthill-McKee (propagation_submatrix's
     non-fused path, with the layout chosen). ``block`` None: that path's CPU rule, about 4 MiB per array, 32 to
     256 columns."""
     from lgcexp.devices import to_host
-    from lgcexp.linalg import block_cg, rcm_reordered, shifted_operator
+    from lgcexp.solvers.shifted import rcm_reordered, shifted_solve
 
     dt = np.dtype(dtype)
     n = S.shape[0]
@@ -447,7 +449,7 @@ def _pll_columns(S, lab, c, tol, dtype, xp=np, order="C", block=None):
         cols = np.arange(s0, min(c, s0 + block))
         E = xp.zeros((n, cols.size), dtype=dt, order=order)
         E[xp.asarray(rows[cols]), xp.arange(cols.size)] = 1.0
-        X, it, _ = block_cg(shifted_operator(Sd, 0.9), E, tol=tol)
+        X, it, _ = shifted_solve(Sd, E, 0.9, tol=tol, strategy="block")
         X *= 1.0 - 0.9
         P[:, cols] = to_host(X[xp.asarray(rows)])
         iters = max(iters, it)
@@ -498,7 +500,7 @@ def sec_million(ctx, r):
     from lgcexp.algorithms.propagation import propagation_submatrix
     from lgcexp.graph.knn_approx import recall_at_k
     from lgcexp.labels import sample_and_corrupt
-    from lgcexp.linalg import rcm_reordered, shifted_solve
+    from lgcexp.solvers.shifted import rcm_reordered, shifted_solve
 
     n, k, l, cp = ctx["million"], ctx["k"], ctx["million_labels"], ctx["cp"]
     if "million_files" in ctx:
@@ -576,8 +578,8 @@ def sec_million(ctx, r):
     Y = label_matrix(n, lab, split.y_observed, int(y.max()) + 1)
     preds = {}
     for dev, xp in ctx["modules"]:
-        (F, it, _), first = timed(xp, shifted_solve, g.S, Y, 0.9, degree=g.degree, xp=xp)
-        (F, it, _), warm = timed(xp, shifted_solve, g.S, Y, 0.9, degree=g.degree, xp=xp)
+        (F, it, _), first = timed(xp, shifted_solve, g.S, Y, 0.9, degree=g.degree, xp=xp, reorder=True)
+        (F, it, _), warm = timed(xp, shifted_solve, g.S, Y, 0.9, degree=g.degree, xp=xp, reorder=True)
         r[f"lgc_{dev}_first_call_s"], r[f"lgc_{dev}_s"], r[f"lgc_{dev}_iterations"] = first, warm, int(it)
         preds[dev] = F.argmax(axis=1)
         unl = np.ones(n, dtype=bool)

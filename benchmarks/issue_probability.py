@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> None:
     from lgcexp.issues.cuts import issue_probability
     from lgcexp.issues.judge import judge
     from lgcexp.issues.judgement import LabelJudgement, normalize_rows, suggested_labels
-    from lgcexp.issues.loo import lgc_loo_scores, propagation_diagonal
     from lgcexp.issues.views import choose_feature_model
     from lgcexp.noise import make_noise
+    from lgcexp.solvers.diagonal import lgc_loo_scores, propagation_diagonal
 
     rows = []
     for ds in a.datasets:

@@ -1,8 +1,8 @@
-"""Every label of a fully labelled data set judged without P_LL (lgcexp.issues.loo). Not a test.
+"""Every label of a fully labelled data set judged without P_LL (lgcexp.solvers.diagonal). Not a test.
 
 Fully labelled MNIST (70,000 points, every label given, ``--rate`` of them flipped by ``--noise``): the 10-NN
 graph (built, not read from a cache), LGC's solve, its leave-one-out by one solve and the probed diagonal
-(:func:`lgcexp.issues.loo.lgc_loo_probs`), the feature view and the default cut (:func:`lgcexp.issues.judge.judge`),
+(:func:`lgcexp.algorithms.lgc.lgc_loo_probs`), the feature view and the default cut (:func:`lgcexp.issues.judge.judge`),
 each timed; the peak RSS of the process (``getrusage``; run it under ``/usr/bin/time -v`` to see the same).
 
 Baseline in the same run: on ``--baseline-labels`` labelled points (sampled, same graph) the dense P_LL path
@@ -38,11 +38,11 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
 
     from lgcexp.algorithms.autol import propagation_submatrix
+    from lgcexp.algorithms.lgc import lgc_loo_probs
     from lgcexp.graph import build_graph
     from lgcexp.issues.frames import detection_metrics
     from lgcexp.issues.judge import judge
     from lgcexp.issues.judgement import LabelJudgement, graph_loo_probs
-    from lgcexp.issues.loo import lgc_loo_probs
     from lgcexp.issues.views import choose_feature_model
     from lgcexp.labels import sample_labeled
     from lgcexp.noise import make_noise

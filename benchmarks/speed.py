@@ -15,29 +15,27 @@
    cache: conjugate gradient in the graph's own numbering to 1e-10 (before), in reverse Cuthill-McKee order
    to 1e-10, and in RCM order stopped by the argmax certificate (tol 1e-10 as the fallback); one sparse
    product with 10 columns in float64 and float32, with and without RCM. Same run, so ratios compare.
-4. One CG iteration with 10 right-hand sides on that graph (issue 24): numpy/scipy (:func:`lgcexp.linalg.block_cg`)
-   against the fused numba kernels (:func:`lgcexp.linalg.fused_shifted_cg`) in float64 and in float32, with 1
-   thread and with :func:`lgcexp.kernels.kernel_threads` threads, each 20 iterations / 20, against the
-   measured bandwidth floor of an iteration: one streaming read of S's data, indices and row pointers plus
-   one copy (read and write) of each of the four n x 10 blocks CG touches (X, R, P, AP), by numba kernels on
-   the same threads (``floor``: float64 as the numpy path; ``floor_f32``: the float32 iteration's bytes),
-   the floors and the iterations timed in :data:`ROUNDS` interleaved rounds, the best of each kept;
-   the product ``S @ V`` alone by scipy, TensorFlow (``tf.sparse.sparse_dense_matmul``) and the fused
-   kernels (generic and specialised for 10 columns), float64 and float32; and the warm certified LGC solve:
-   numpy/scipy (``LGCEXP_FUSED=0``), fused float64 (the default) and mixed precision
-   (``LGCEXP_FUSED_FLOAT32=1``: float32 iterations, float64 residual and certificate), argmax compared on
-   label seeds 0, 7, 13.
+4. One CG iteration with 10 right-hand sides on that graph (issue 24): the block strategy of
+   :func:`lgcexp.solvers.shifted.shifted_solve` (numpy/scipy) against its fused strategy (the numba passes) in float64
+   and in float32, with 1 thread and with :func:`lgcexp.solvers.fused.kernel_threads` threads, each 20 iterations / 20,
+   against the measured bandwidth floor of an iteration: one streaming read of S's data, indices and row pointers plus
+   one copy (read and write) of each of the four n x 10 blocks CG touches (X, R, P, AP), by numba kernels on the same
+   threads (``floor``: float64 as the numpy path; ``floor_f32``: the float32 iteration's bytes), the floors and the
+   iterations timed in :data:`ROUNDS` interleaved rounds, the best of each kept; the product ``S @ V`` alone by scipy,
+   TensorFlow (``tf.sparse.sparse_dense_matmul``) and the fused kernels (generic and specialised for 10 columns),
+   float64 and float32; and the warm certified LGC solve: numpy/scipy (``LGCEXP_FUSED=0``) and fused float64 (the
+   default), argmax compared on label seeds 0, 7, 13.
 5. P_LL on that graph (issue 24), the MNIST table's: 100 labels of seed 0, float32, tol 1e-6, one thread (as
-   in a sweep worker): one alpha (0.9, LGC's label judgement) by ``block_cg`` and on the fused kernels, and
+   in a sweep worker): one alpha (0.9, LGC's label judgement) by the block strategy and on the fused passes, and
    the four alphas of ``algo=auto`` (x = 2, 4, 8, 16) by multi-shift CG with the numpy and with the fused
    base recursion; the largest entrywise difference of each pair relative to P_LL's largest entry. Then a
    table sweep's three requests per labelled set (0.9, AutoL's alpha, auto's grid) solved one by one against
    one multi-shift solve of the six rates (``pll_alphas``), on the default path, and that solve with the
-   shifted systems' updates by numpy instead of :func:`lgcexp.kernels.shifted_updates` (ISOLET's 1040
+   shifted systems' updates by numpy instead of :func:`lgcexp.solvers.fused.shifted_updates` (ISOLET's 1040
    labels are above its size; the same bits).
 6. SIIS's ALM (issue 24), as in the ISOLET table: seed 0's labelled set with 40 % uniform noise, m = 300
    eigenpairs, lambda1 = 100, one BLAS thread; the numpy loop (``fused=False``) against the numba edge pass
-   (:func:`lgcexp.kernels.siis_edge_pass`), best of 2, with the largest difference of F relative to its
+   (:func:`lgcexp.solvers.fused.siis_edge_pass`), best of 2, with the largest difference of F relative to its
    largest entry and the points whose argmax differs. Also MNIST (m = 30, 30 % noise) without ``--quick``.
 7. ``algo=auto``'s search and final run (issue 24), ISOLET seed 0's labelled set with 40 % uniform noise, the
    grid's P_LL from one multi-shift solve: as before (the four alphas as one batched problem for 1000 steps,
@@ -219,7 +217,7 @@ def _graph_and_labels(dataset: str, seeds: tuple[int, ...] = (0,)):
 
 
 def lgc_solve(quick: bool) -> dict:
-    from lgcexp.linalg import block_cg, rcm_reordered, shifted_operator, shifted_solve
+    from lgcexp.solvers.shifted import rcm_reordered, shifted_solve
 
     name = "isolet" if quick else "mnist"
     data, splits, g = _graph_and_labels(name)
@@ -229,9 +227,10 @@ def lgc_solve(quick: bool) -> dict:
     c0, t0 = time.process_time(), time.perf_counter()
     rcm_reordered(g.S)                                                  # once per graph (cached)
     t_rcm, c_rcm = time.perf_counter() - t0, time.process_time() - c0
-    (F0, it0, _), t_plain, c_plain = best_of(lambda: block_cg(shifted_operator(g.S, 0.9), Y, tol=1e-10))
-    (F1, it1, _), t_rcm_tol, c_rcm_tol = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10))
-    (F2, it2, _), t_cert, c_cert = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10, degree=g.degree))
+    (F0, it0, _), t_plain, c_plain = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10, strategy="block"))
+    (F1, it1, _), t_rcm_tol, c_rcm_tol = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10, reorder=True))
+    (F2, it2, _), t_cert, c_cert = best_of(lambda: shifted_solve(g.S, Y, 0.9, tol=1e-10, degree=g.degree,
+                                                                 reorder=True))
     ref = F0.argmax(1)
     out = {
         "dataset": name, "n": data.n, "nnz_S": int(g.S.nnz), "columns": data.n_classes,
@@ -287,14 +286,6 @@ def _floor_kernels():
     return ns["read_sum"], ns["copy"]
 
 
-def specialised(c: int, dt):
-    """The fused product kernel for c columns in dtype dt, as the fused CG takes it: the specialised kernel
-    (float32 with fused multiply-adds) where there is one for c, else the generic one."""
-    from lgcexp import kernels
-
-    return kernels.specialised_product(c, contract=np.dtype(dt) == np.float32) or kernels.shifted_product_dot
-
-
 def _tf_product(S, dt):
     """``V -> S @ V`` by TensorFlow's ``tf.sparse.sparse_dense_matmul`` in ``dt`` (a compiled tf.function),
     or None when TensorFlow is not importable."""
@@ -315,18 +306,13 @@ ROUNDS = 5
 def cg_iteration(quick: bool) -> dict:
     """Section 4: one CG iteration with 10 columns (numpy/scipy, fused float64, fused float32) against the
     bandwidth floor; the products alone (scipy, TensorFlow, the fused kernels, float64 and float32); the warm
-    certified LGC solve on three label seeds (numpy/scipy, fused float64, mixed precision)."""
+    certified LGC solve on three label seeds (numpy/scipy, fused float64), all by the one entry
+    :func:`lgcexp.solvers.shifted.shifted_solve`."""
     import numba
 
-    from lgcexp import kernels
-    from lgcexp.linalg import (
-        NotConverged,
-        block_cg,
-        fused_shifted_cg,
-        rcm_reordered,
-        shifted_operator,
-        shifted_solve,
-    )
+    from lgcexp.solvers import fused as kernels
+    from lgcexp.solvers.cg import NotConverged
+    from lgcexp.solvers.shifted import rcm_reordered, shifted_solve
 
     name = "isolet" if quick else "mnist"
     seeds = (0, 7, 13)
@@ -357,10 +343,10 @@ def cg_iteration(quick: bool) -> dict:
                 pass
         return go
 
-    numpy_iter = iterations(lambda: block_cg(shifted_operator(S, 0.9), B, tol=0.0, maxiter=m))
-    fused_iter = iterations(lambda: fused_shifted_cg(S, 0.9, B, tol=0.0, maxiter=m))
-    fused32_iter = iterations(lambda: fused_shifted_cg(S32, 0.9, B32, tol=0.0, maxiter=m))
-    bounds = kernels.row_chunks(S.indptr)
+    numpy_iter = iterations(lambda: shifted_solve(S, B, 0.9, tol=0.0, maxiter=m, strategy="block"))
+    fused_iter = iterations(lambda: shifted_solve(S, B, 0.9, tol=0.0, maxiter=m, strategy="fused"))
+    fused32_iter = iterations(lambda: shifted_solve(S32, B32, 0.9, tol=0.0, maxiter=m, strategy="fused"))
+    bounds = kernels.row_chunks_of(S)
     dots = np.zeros((bounds.size - 1, c))
     products = {}
     for dt, tag in ((np.float64, "f64"), (np.float32, "f32")):
@@ -370,7 +356,8 @@ def cg_iteration(quick: bool) -> dict:
         tf_fn = _tf_product(Sd, dt)
         if tf_fn is not None:
             products[f"tensorflow_{tag}"] = lambda f=tf_fn, V=V: f(V)
-        for kname, kern in (("fused_generic", kernels.shifted_product_dot), ("fused_specialised", specialised(c, dt))):
+        for kname, kern in (("fused_generic", kernels.shifted_product_dot),
+                            ("fused_specialised", kernels.product_for(c, dt))):
             products[f"{kname}_{tag}"] = (lambda k=kern, Sd=Sd, V=V, AV=AV, na=na:
                                           k(Sd.indptr, Sd.indices, Sd.data, V, na, AV, bounds, dots))
     out = {"dataset": name, "n": n, "nnz_S": int(S.nnz), "columns": c,
@@ -424,43 +411,37 @@ def cg_iteration(quick: bool) -> dict:
     out["numpy_over_floor_1thread_cpu"] = out["numpy_iteration_cpu_ms"] / out["floor_cpu_ms_1thread"]
     for k in [k for k in out if k.startswith(("fused_iteration_ms_", "fused_f32_iteration_ms_"))]:
         out[f"speedup_{k.replace('_iteration_ms', '')}_vs_numpy"] = out["numpy_iteration_ms"] / out[k]
-    # the warm certified LGC solve: numpy/scipy (LGCEXP_FUSED=0), fused float64 (the default) and fused mixed
-    # precision (LGCEXP_FUSED_FLOAT32=1); timed on seed 0, argmax compared on every seed
-    paths = (("numpy", {"LGCEXP_FUSED": "0"}), ("fused", {"LGCEXP_FUSED_FLOAT32": "0"}),
-             ("mixed", {"LGCEXP_FUSED_FLOAT32": "1"}))
+    # the warm certified LGC solve: numpy/scipy (LGCEXP_FUSED=0) and fused float64 (the default); timed on
+    # seed 0, argmax compared on every seed
+    paths = (("numpy", {"LGCEXP_FUSED": "0"}), ("fused", {}))
     for seed in seeds:
         split = splits[seed]
         Y = np.zeros((data.n, data.n_classes))
         Y[split.labeled, split.y_observed] = 1
         sols = {}
         for tag, env in paths:
-            for k in ("LGCEXP_FUSED", "LGCEXP_FUSED_FLOAT32"):
-                os.environ.pop(k, None)
+            os.environ.pop("LGCEXP_FUSED", None)
             os.environ.update(env)
             if seed == seeds[0]:
-                shifted_solve(g.S, Y, 0.9, degree=g.degree)
-                (F, it, rel), t, cpu = best_of(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree), 3)
+                shifted_solve(g.S, Y, 0.9, degree=g.degree, reorder=True)
+                (F, it, rel), t, cpu = best_of(lambda: shifted_solve(g.S, Y, 0.9, degree=g.degree, reorder=True), 3)
                 out[f"lgc_solve_{tag}_s"], out[f"lgc_solve_{tag}_cpu_s"] = t, cpu
                 out[f"lgc_solve_{tag}_iterations"], out[f"lgc_solve_{tag}_residual"] = it, rel
             else:
-                F, it, rel = shifted_solve(g.S, Y, 0.9, degree=g.degree)
+                F, it, rel = shifted_solve(g.S, Y, 0.9, degree=g.degree, reorder=True)
             sols[tag] = F
-        for k in ("LGCEXP_FUSED", "LGCEXP_FUSED_FLOAT32"):
-            os.environ.pop(k, None)
+        os.environ.pop("LGCEXP_FUSED", None)
         sfx = "" if seed == seeds[0] else f"_seed{seed}"
-        out[f"lgc_solve_rows_argmax_differs{sfx}"] = int((sols["numpy"].argmax(1) != sols["mixed"].argmax(1)).sum())
         out[f"lgc_solve_rows_argmax_differs_fused{sfx}"] = int((sols["numpy"].argmax(1) !=
                                                                 sols["fused"].argmax(1)).sum())
-        out[f"lgc_solve_max_abs_diff_mixed{sfx}"] = float(np.abs(sols["numpy"] - sols["mixed"]).max())
-    out["lgc_solve_speedup"] = out["lgc_solve_numpy_s"] / out["lgc_solve_mixed_s"]
     out["lgc_solve_speedup_fused"] = out["lgc_solve_numpy_s"] / out["lgc_solve_fused_s"]
     return out
 
 
 def pll(quick: bool) -> dict:
-    from lgcexp import linalg
     from lgcexp.algorithms.auto import alpha_of_x
     from lgcexp.algorithms.propagation import propagation_submatrices, propagation_submatrix
+    from lgcexp.solvers import shifted
 
     _, splits, g = _graph_and_labels("isolet" if quick else "mnist")
     labeled = splits[0].labeled
@@ -469,7 +450,7 @@ def pll(quick: bool) -> dict:
     with mock.patch.dict(os.environ, {"OMP_NUM_THREADS": "1"}):
         results = {}
         for path in ("plain", "fused"):
-            with mock.patch.object(linalg, "FUSED_MIN_ENTRIES", 1 if path == "fused" else 1 << 62):
+            with mock.patch.object(shifted, "FUSED_MIN_ENTRIES", 1 if path == "fused" else 1 << 62):
                 propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32")     # warm: kernels, RCM
                 (P, st), w, c = best_of(lambda: propagation_submatrix(g.S, labeled, 0.9, tol=1e-6, dtype="float32"), 2)
                 out[f"one_alpha_{path}_s"], out[f"one_alpha_{path}_cpu_s"] = w, c
@@ -506,14 +487,15 @@ def _shared_set(g, labeled, grid) -> dict:
 
     (P9, PA, Ps), w_sep, c_sep = best_of(separate, 2)
     (Pu, _), w_sh, c_sh = best_of(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6, dtype="float32"), 2)
-    from lgcexp import linalg
+    from lgcexp.solvers import shifted
+    from lgcexp.solvers.cg import numba_passes
 
-    with mock.patch.object(linalg, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62):  # the shifted updates by numpy
+    with mock.patch.object(shifted, "SHIFTED_KERNEL_MIN_ENTRIES", 1 << 62):  # the shifted updates by numpy
         (Pn, _), w_np, c_np = best_of(lambda: propagation_submatrices(g.S, labeled, union, tol=1e-6,
                                                                      dtype="float32"), 2)
     updates = {"shared_set_numpy_updates_s": w_np, "shared_set_numpy_updates_cpu_s": c_np,
-               "shifted_kernel_used": linalg.numba_kernels(len(union) * labeled.size * 32,
-                                                           linalg.SHIFTED_KERNEL_MIN_ENTRIES) is not None,
+               "shifted_kernel_used": numba_passes(len(union) * labeled.size * 32,
+                                                   shifted.SHIFTED_KERNEL_MIN_ENTRIES) is not None,
                "shifted_kernel_speedup": w_np / w_sh,
                "shifted_kernel_bit_for_bit": all(np.array_equal(a, b) for a, b in zip(Pu, Pn))}
     by_alpha = dict(zip(union, Pu))

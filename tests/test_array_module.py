@@ -10,8 +10,8 @@ import scipy.sparse as sp
 from conftest import random_graph
 
 from lgcexp import devices
-from lgcexp.solvers import cg, shifted
 from lgcexp.algorithms import propagation
+from lgcexp.solvers import cg, shifted
 
 
 class _FakeStream:

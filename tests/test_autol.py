@@ -65,8 +65,8 @@ def test_pll_on_the_fused_kernels_against_dense_inverse_and_plain_cg(monkeypatch
     tolerance, plain CG's to round-off; the cache keeps the two paths' entries apart."""
     pytest.importorskip("numba")
     from lgcexp.algorithms.propagation import cached_propagation_submatrix, pll_path
-    from lgcexp.solvers import shifted
     from lgcexp.cache import Cache
+    from lgcexp.solvers import shifted
 
     g, _ = random_graph(300, 5, seed=4)
     labeled = np.arange(0, 300, 7)                       # 43 labels: two blocks of at most 32 columns
@@ -460,8 +460,8 @@ def test_pll_cache_entries_name_their_path(monkeypatch, tmp_path):
 
     pytest.importorskip("numba")
     from lgcexp.algorithms.propagation import cached_propagation_submatrix, pll_path
-    from lgcexp.solvers import fused, shifted
     from lgcexp.cache import Cache, stable_hash
+    from lgcexp.solvers import fused, shifted
 
     g, _ = random_graph(120, 5, seed=6)
     labeled = np.arange(0, 120, 6)

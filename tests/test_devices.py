@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lgcexp import devices, kernels
+from lgcexp import devices
 from lgcexp.graph import selfjoin
+from lgcexp.solvers import fused
 
 
 @pytest.mark.parametrize("env, expected", [("3", 3), ("1", 1), (" 2 ", 2), ("0", None), ("two", None), ("", None)])
@@ -24,7 +25,7 @@ def test_cpu_threads_follow_omp_num_threads(monkeypatch, env, expected):
     assert selfjoin.search_threads() == want
     import numba
 
-    assert kernels.kernel_threads() == min(want, numba.config.NUMBA_NUM_THREADS)
+    assert fused.kernel_threads() == min(want, numba.config.NUMBA_NUM_THREADS)
 
 
 _SCRIPT = """

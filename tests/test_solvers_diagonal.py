@@ -1,17 +1,17 @@
-"""Leave-one-out without P_LL (lgcexp.solvers.diagonal, lgcexp.algorithms.lgc.lgc_loo_probs): the exact path against the dense P_LL, the diagonal against a
-dense inverse, the colouring against brute-force graph distances, probing's error bound, the switch in
-LGC's judgement, and the memory refusal (lgcexp.algorithms.propagation)."""
+"""Leave-one-out without P_LL (lgcexp.solvers.diagonal, lgcexp.algorithms.lgc.lgc_loo_probs): the exact path against the
+dense P_LL, the diagonal against a dense inverse, the colouring against brute-force graph distances, probing's error
+bound, the switch in LGC's judgement, and the memory refusal (lgcexp.algorithms.propagation)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from lgcexp.algorithms.autol import propagation_submatrix
-from lgcexp.errors import UserError
 from lgcexp.algorithms import propagation
+from lgcexp.algorithms.autol import propagation_submatrix
 from lgcexp.algorithms.lgc import lgc_loo_probs
-from lgcexp.solvers import diagonal
+from lgcexp.errors import UserError
 from lgcexp.issues.judgement import graph_loo_probs
+from lgcexp.solvers import diagonal
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,8 @@ def test_probe_bounds_and_converges(small):
     assert errs[0] > errs[1] > errs[2] > errs[3] and errs[3] < 0.01 * exact.mean()
     # with a distance beyond the diameter the points of one colour lie in different components (P_ij = 0
     # between them): probing is exact
-    d, st = diagonal.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=60, dtype="float64", tol=1e-12, check=0)
+    d, st = diagonal.propagation_diagonal(g.S, lab, 0.9, method="probe", distance=60, dtype="float64", tol=1e-12,
+                                          check=0)
     assert st["colours"] > 200 and np.allclose(d, exact, atol=1e-9)
 
 
@@ -157,7 +158,8 @@ def test_default_method_by_labelled_share():
 
     assert default_method(1040, 7797) == "autoL"  # the paper's protocol: a few sampled labels
     assert default_method(7797, 7797) == "lgc" and default_method(500, 1000) == "lgc"  # most points labelled
-    assert default_method(propagation.DENSE_MAX_LABELS + 1, 10 * propagation.DENSE_MAX_LABELS) == "lgc"  # too many for l x l
+    many = propagation.DENSE_MAX_LABELS + 1
+    assert default_method(many, 10 * many) == "lgc"  # too many for l x l
 
 
 def test_feature_model_by_labelled_share_and_logistic_view():

@@ -1,5 +1,5 @@
-"""lgcexp.solvers.shifted and the CG loop (lgcexp.solvers.cg): the reverse Cuthill-McKee renumbered solves and the argmax certificate of the LGC solve,
-against dense linear algebra."""
+"""lgcexp.solvers.shifted and the CG loop (lgcexp.solvers.cg): the reverse Cuthill-McKee renumbered solves and the
+argmax certificate of the LGC solve, against dense linear algebra."""
 import numpy as np
 import pytest
 from conftest import random_graph

@@ -3,10 +3,10 @@
 ``F = (I - alpha S)^-1 Y`` (paper Eqs. (20) and (24); the factor beta = 1 - alpha is
 left out, which changes no argmax). ``I - alpha S`` is symmetric positive definite with eigenvalues in
 ``[1 - alpha, 1 + alpha]``, so conjugate gradient converges in O(sqrt((1+alpha)/(1-alpha)) log(1/tol))
-sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.solvers.shifted.rcm_reordered`). It stops as soon as
-the row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.solvers.shifted.ArgmaxCertificate`,
-from the residual and the smallest eigenvalue structure of ``I - alpha S``), or at the relative residual ``tol``
-when some row's top two scores are too close to certify (exact ties); the predictions are therefore those of
+sparse products, in reverse Cuthill-McKee order (:func:`lgcexp.solvers.shifted.rcm_reordered`). It stops as soon as the
+row argmax of the iterate is certainly that of the exact solution (:class:`lgcexp.solvers.shifted.ArgmaxCertificate`,
+from the residual and the smallest eigenvalue structure of ``I - alpha S``), or at the relative residual ``tol`` when
+some row's top two scores are too close to certify (exact ties); the predictions are therefore those of
 the exact solution, while the scores themselves are accurate to the certified bound only (``stop='argmax'``,
 the default, which the command's runs use). ``stop='tol'`` runs CG to the relative residual ``tol`` in every
 column, so the scores themselves are accurate to ``tol`` (the closed form; what scikit-learn's

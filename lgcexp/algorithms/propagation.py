@@ -64,15 +64,15 @@ FUSED_PLL_COLUMNS = 32
 
 def pll_path(S, l: int, solver: str = "cg", xp: Any = None, dtype: str = "float32") -> str:
     """How a P_LL of l labels on the graph of ``S`` is solved, the name its cache entries carry: ``"fused"``
-    (:func:`lgcexp.solvers.shifted.shifted_solve`'s fused strategy, 32 columns a block, the product specialised for the column
-    count) where the fused kernels serve a block of that size on the CPU (MNIST: 70,000 x 32), ``"fused-generic"``
-    there when no specialised product can be generated (no writable kernel directory: another float32
-    rounding), ``"gpu-rowkernel"`` (CuPy with lgcexp's own product and column sums; earlier GPU entries,
+    (:func:`lgcexp.solvers.shifted.shifted_solve`'s fused strategy, 32 columns a block, the product specialised for the
+    column count) where the fused kernels serve a block of that size on the CPU (MNIST: 70,000 x 32),
+    ``"fused-generic"`` there when no specialised product can be generated (no writable kernel directory: another
+    float32 rounding), ``"gpu-rowkernel"`` (CuPy with lgcexp's own product and column sums; earlier GPU entries,
     named ``"gpu"``, came from cuSPARSE's product in other blocks and are not read), else ``"cg"``
     (its block strategy) or the solver's name (power iteration). Several alphas at once take
     multi-shift CG, whose base recursion runs on the same kernels under the same rule
-    (:func:`lgcexp.solvers.shifted.shifted_solve` with several alphas). The paths agree to round-off, not bit for bit (the
-    column sums are taken in another order), so the path is part of the cache key."""
+    (:func:`lgcexp.solvers.shifted.shifted_solve` with several alphas). The paths agree to round-off, not bit
+    for bit (the column sums are taken in another order), so the path is part of the cache key."""
     n = S.shape[0]
     if xp is None:
         xp = solve_module(n * min(l, 32))
@@ -231,7 +231,8 @@ def propagation_submatrices(
     xp: Any = None,
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """``P_LL`` for every alpha in ``alphas`` from one Krylov space (multi-shift CG,
-    :func:`lgcexp.solvers.shifted.shifted_solve` with several alphas): the same matrices :func:`propagation_submatrix` (``solver='cg'``)
+    :func:`lgcexp.solvers.shifted.shifted_solve` with several alphas): the same matrices
+    :func:`propagation_submatrix` (``solver='cg'``)
     gives one alpha at a time, to the same per-column relative residual ``tol`` (of the largest alpha's
     system; the others' residuals are smaller), for the sparse products of the largest alpha only.
 

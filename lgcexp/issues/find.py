@@ -31,8 +31,8 @@ def default_method(n_labeled: int, n: int) -> str:
     """The judging method when none is named: ``lgc`` where at least
     :data:`lgcexp.issues.views.FULL_LABELLED_SHARE` of the points are labelled (measured on realistic noise
     with every point labelled, docs/label_issues.md#realistic: as good as AutoL's or better, and several
-    times faster) or above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS` labels; ``autoL`` otherwise (the paper's
-    setting: a few sampled labels, where its learnt weights win)."""
+    times faster) or above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS` labels; ``autoL`` otherwise
+    (the paper's setting: a few sampled labels, where its learnt weights win)."""
     from ..algorithms.propagation import DENSE_MAX_LABELS
     from .views import FULL_LABELLED_SHARE
 

@@ -37,9 +37,10 @@ import scipy.sparse as sp
 
 #: diagonal estimators of :func:`propagation_diagonal`
 DIAGONALS = ("exact", "probe")
-#: the probing distance of LGC's judgement above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS`: on
-#: fully labelled MNIST (70,000 points, 10-NN) distance 3 needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042 against P_ii ~ 1.1 and leave-one-out
-#: row sums ~ 10), distance 4 by 0.2 % in three times the time (docs/label_issues.md#scale)
+#: the probing distance of LGC's judgement above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS`: on fully
+#: labelled MNIST (70,000 points, 10-NN) distance 3 needs 320 colours and errs by 1.2 % of P_ii on average (max 0.042
+#: against P_ii ~ 1.1 and leave-one-out row sums ~ 10), distance 4 by 0.2 % in three times the time
+#: (docs/label_issues.md#scale)
 LARGE_DISTANCE = 3
 
 
