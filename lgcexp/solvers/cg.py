@@ -155,9 +155,11 @@ class ArrayPasses:
 
     ``scalars``: the dtype of the column sums and step sizes (None: the solve's, as :func:`cg`;
     ``np.float64``: the sums in the solve's precision then widened, multi-shift's base system). The
-    residual reported is ``||R_j|| / ||B_j||`` from R itself (``norms="residual"``) or from the column sums
-    ``sqrt(R_j . R_j)`` (``norms="sums"``, no preconditioner). ``with_x=False``: no iterate (multi-shift's
-    base system)."""
+    residual reported is ``||R_j|| / ||B_j||`` from R itself (``norms="residual"``), from the column sums
+    ``sqrt(R_j . R_j)`` (``norms="sums"``, no preconditioner), or that of the symmetrically preconditioned
+    system, ``sqrt(R_j . M^-1 R_j) / sqrt(B_j . M^-1 B_j)`` (``norms="preconditioned"``: with a Jacobi M,
+    every row's residual relative to its own diagonal, so rows of very different weights count alike).
+    ``with_x=False``: no iterate (multi-shift's base system)."""
 
     def __init__(self, matvec, B, *, X0=None, precond=None, scalars=None, norms: str = "residual",
                  with_x: bool = True):
