@@ -427,10 +427,10 @@ def sec_pll(ctx, r):
 
 
 def _pll_columns(S, lab, c, tol, dtype, xp=np, order="C", block=None):
-    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.solvers.shifted.shifted_solve` (block
-    strategy) in blocks of ``block`` columns laid out in ``order`` in ``xp``, on S renumbered by reverse Cuthill-McKee (propagation_submatrix's
-    non-fused path, with the layout chosen). ``block`` None: that path's CPU rule, about 4 MiB per array, 32 to
-    256 columns."""
+    """Columns 0..c-1 of P_LL (rows at all of ``lab``) by :func:`lgcexp.solvers.shifted.shifted_solve` (block strategy)
+    in blocks of ``block`` columns laid out in ``order`` in ``xp``, on S renumbered by reverse Cuthill-McKee
+    (propagation_submatrix's non-fused path, with the layout chosen). ``block`` None: that path's CPU rule, about 4 MiB
+    per array, 32 to 256 columns."""
     from lgcexp.devices import to_host
     from lgcexp.solvers.shifted import rcm_reordered, shifted_solve
 
