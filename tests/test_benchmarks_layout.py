@@ -55,19 +55,19 @@ def layout_faults(source: str) -> list[str]:
 def test_the_check_finds_what_it_looks_for():
     bad = """
 import sys
-import lgcexp.issues.loo as loo_mod
+import lgcexp.solvers.diagonal as loo_mod
 from lgcexp.issues import out_of_fold as oo
-from lgcexp.issues.loo import _prepare, propagation_diagonal
-from lgcexp import linalg
+from lgcexp.solvers.diagonal import _prepare, propagation_diagonal
+from lgcexp.solvers import cg
 sys.path.insert(0, "scripts")
 oo._pca_axes(1, 2, 3)
 loo_mod._solve
-linalg.numba_kernels.__doc__
+cg.numba_passes.__doc__
 propagation_diagonal.__name__
 """
     found = layout_faults(bad)
     assert [f.split(":")[0] for f in found] == ["line 5", "line 7", "line 8", "line 9"], found
-    assert layout_faults("from lgcexp.linalg import block_cg\nimport os\nos.path.join('a')\n") == []
+    assert layout_faults("from lgcexp.solvers.cg import cg\nimport os\nos.path.join('a')\n") == []
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())

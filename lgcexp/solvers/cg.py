@@ -108,7 +108,7 @@ def column_dots(A, B, xp=None):
     """The dot product of each column of A with the same column of B (a vector of A's columns). numpy:
     ``einsum``. CuPy: ``ones @ (A * B)``, a cuBLAS matrix-vector product, because CuPy's reduction over the rows
     of a row-major block strides through memory (a 70,000 x 1000 float32 block on an H100: 0.46 ms against
-    3.0 ms for ``einsum``, scripts/bench_gpu.py). With ``CUPY_TF32=1`` cuBLAS may sum float32 in TF32."""
+    3.0 ms for ``einsum``, benchmarks/gpu.py). With ``CUPY_TF32=1`` cuBLAS may sum float32 in TF32."""
     xp = array_module(A) if xp is None else xp
     if xp is np:
         return np.einsum("ij,ij->j", A, B)
