@@ -21,9 +21,9 @@ import numpy as np
 from omegaconf import OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from .algorithms.propagation import DENSE_METHODS, dense_refusal
 from .devices import DEVICES
 from .errors import UserError
-from .algorithms.propagation import DENSE_METHODS, dense_refusal
 from .labels import LABELS_PARAMETERS, check_label_count, label_protocol
 from .params import (
     Array,
@@ -310,8 +310,8 @@ def check_labelled_set(p: RunPlan, y_lab: np.ndarray, n_classes: int, given: boo
                        n_features: int | None = None) -> None:
     """The checks that need the labelled set (its size and classes), for every way of choosing it
     (``labels.n``, ``labels.per_class``, ``labels.sets``, the data's own labels), before any heavy work: the
-    memory rule of the dense leave-one-out (:func:`lgcexp.algorithms.propagation.dense_refusal`), lone labels of a method
-    that drops them, and the folds and PCA of the out-of-fold models (``detect.folds``, ``noise.folds``,
+    memory rule of the dense leave-one-out (:func:`lgcexp.algorithms.propagation.dense_refusal`), lone labels of a
+    method that drops them, and the folds and PCA of the out-of-fold models (``detect.folds``, ``noise.folds``,
     ``noise.pca``). Refusals raise UserError; legitimate runs that will not do what the option says warn
     (:meth:`RunPlan.warn`)."""
     name = p.algorithm.name

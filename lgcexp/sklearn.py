@@ -69,11 +69,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .algorithms import ALGORITHMS, GraphSSLAlgorithm
+from .algorithms.propagation import DENSE_METHODS, dense_refusal
 from .cache import Cache
 from .errors import UserError
 from .graph import GRAPH_BUILDERS
 from .graph.extension import label_distributions
-from .algorithms.propagation import DENSE_METHODS, dense_refusal
 from .params import constructor_defaults
 from .solvers.cg import on_maxiter
 from .stages import fit_on_graph

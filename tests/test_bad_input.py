@@ -317,9 +317,9 @@ def test_good_config_runs_in_process(run_cli, tmp_path):
 
 @pytest.mark.parametrize("how", ["labels.n=1000", "labels.per_class=100", "sets", "diagnosis"])
 def test_memory_rule_for_every_way_of_choosing_labels(run_cli, tmp_path, monkeypatch, how):
-    from lgcexp.issues import loo
+    from lgcexp.algorithms import propagation
 
-    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 10)
+    monkeypatch.setattr(propagation, "physical_memory", lambda: 1 << 10)
     args, l = [how], 1000
     if how == "sets":
         from sklearn.datasets import load_digits
@@ -338,15 +338,15 @@ def test_memory_rule_for_every_way_of_choosing_labels(run_cli, tmp_path, monkeyp
     _assert_refused(result, f"algo=autoL is not allowed with {l} labels on this machine", tmp_path)
     assert args[-1] in result[1][0] or how in ("labels.n=1000", "diagnosis")  # the key as typed
     monkeypatch.undo()
-    assert loo.physical_memory() > 1 << 20
+    assert propagation.physical_memory() > 1 << 20
 
 
 def test_memory_rule_for_the_estimators(monkeypatch):
     from lgcexp import stages
-    from lgcexp.issues import loo
+    from lgcexp.algorithms import propagation
     from lgcexp.sklearn import estimator_for
 
-    monkeypatch.setattr(loo, "physical_memory", lambda: 1 << 10)
+    monkeypatch.setattr(propagation, "physical_memory", lambda: 1 << 10)
     monkeypatch.setattr(stages, "fit_on_graph", lambda *a, **k: pytest.fail("the fit started"))
     X = np.random.default_rng(0).normal(size=(200, 3))
     y = np.arange(200) % 2

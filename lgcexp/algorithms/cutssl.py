@@ -43,9 +43,9 @@ import scipy.sparse as sp
 
 from ..errors import UserError
 from ..graph import Graph
-from ..linalg import block_cg
 from ..params import Array, Interval, Options, fmt_value, positive
 from ..priors import prior_vector
+from ..solvers.cg import cg
 from .base import GraphSSLAlgorithm, one_hot
 
 
@@ -125,8 +125,8 @@ class CutSSL(GraphSSLAlgorithm):
             pre = np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0)
 
             def solve(rhs, X0=None):
-                X, it, _ = block_cg(lambda Z: diag[:, None] * Z - W_uu @ Z, np.asarray(rhs, dtype=np.float64),
-                                    tol=self.tol, maxiter=self.maxiter, precond=pre, X0=X0)
+                X, it, _ = cg(lambda Z: diag[:, None] * Z - W_uu @ Z, np.asarray(rhs, dtype=np.float64),
+                              tol=self.tol, maxiter=self.maxiter, precond=pre, X0=X0)
                 return X, it
             return solve
 
