@@ -5,7 +5,8 @@ SHARED_DATA := $(abspath ../shared/data)
 export LGCEXP_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/isolet.npz),$(SHARED_DATA),$(HOME)/.cache/lgcexp/data)
 JOBS ?= 2
 
-.PHONY: install install-gpu test test-all bench reproduce-tables reproduce-tables-quick tables clean
+.PHONY: install install-gpu test test-all bench reproduce-tables reproduce-tables-quick tables \
+	reproduce-lowlabel reproduce-lowlabel-quick tables-lowlabel reproduce-detection tables-detection clean
 
 install:            ## install lgcexp (CPU TensorFlow + faiss) with the dev tools into the current Python
 	$(PYTHON) -m pip install -e '.[cpu,dev]'
@@ -31,6 +32,22 @@ reproduce-tables-quick:  ## the same with 3 seeds -> results/quick/tables/
 
 tables:             ## rebuild results/tables/ (tables, figures, REPORT.md) from the runs under results/runs/ (without them, as in a clone: from results/runs.csv)
 	lgcexp-tables $(if $(wildcard results/runs),--root results/runs --runs-csv results/runs.csv,--from-csv results/runs.csv) --out results/tables
+
+reproduce-lowlabel:  ## every low-label experiment (conf/experiment/lowlabel_*.yaml; hours) -> results/lowlabel/, docs/poisson.md's tables
+	$(PYTHON) scripts/reproduce_lowlabel.py --jobs $(JOBS)
+
+reproduce-lowlabel-quick:  ## the low-label experiments that run in minutes (digits size, raw MNIST) -> the same places
+	$(PYTHON) scripts/reproduce_lowlabel.py --quick --jobs $(JOBS)
+
+tables-lowlabel:    ## rebuild results/lowlabel/tables/ and docs/poisson.md's generated tables from the committed results/lowlabel/runs.csv
+	lgcexp-tables --lowlabel --from-csv results/lowlabel/runs.csv --out results/lowlabel/tables --docs docs/poisson.md
+
+reproduce-detection:  ## the label-issue detection table (scripts/label_issues_table.py; ~80 min on 2 cores) -> results/label_issues/
+	$(PYTHON) scripts/label_issues_table.py --datasets isolet --noise uniform pairwise --seeds 20
+	$(PYTHON) scripts/label_issues_table.py --datasets mnist --noise uniform pairwise --seeds 10 --other-seeds 10 --siis-seeds 2
+
+tables-detection:   ## rebuild results/label_issues/detection_table.{md,csv} from the committed detection_runs.csv
+	$(PYTHON) scripts/label_issues_table.py --summary-only
 
 clean:
 	rm -rf outputs multirun .pytest_cache

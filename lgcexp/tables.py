@@ -608,7 +608,14 @@ def main(argv: list[str] | None = None, *, report_writer: Any = None) -> int:
                          "is replaced) instead of overwriting it; for sweeps run in several places")
     ap.add_argument("--no-report", action="store_true",
                     help="tables only: skip the figures and REPORT.md (lgcexp/report.py)")
+    ap.add_argument("--lowlabel", action="store_true",
+                    help="the low-label experiments' tables instead (lgcexp/lowlabel.py): --root, --out and --runs-csv "
+                         "default to results/lowlabel/runs, results/lowlabel/tables and results/lowlabel/runs.csv")
+    ap.add_argument("--docs", nargs="*", default=[], metavar="FILE",
+                    help="--lowlabel: also copy each table into FILE's <!-- lowlabel-table: NAME.md --> blocks")
     a = ap.parse_args(argv)
+    if a.lowlabel:
+        return lowlabel_main(a)
     if a.runs_csv is None:
         a.runs_csv = str(Path(a.out).parent / "runs.csv")
     a.report_writer = report_writer
@@ -649,3 +656,39 @@ def main(argv: list[str] | None = None, *, report_writer: Any = None) -> int:
         print(f"  FAILED {f.run_dir}: {f.error}")
     return 0
 
+
+
+def lowlabel_main(a: argparse.Namespace) -> int:
+    """``lgcexp-tables --lowlabel``: the runs under --root (merged into --runs-csv: a run already there, by
+    experiment and config hash, is replaced; other runs are kept) or, with --from-csv, that file's rows alone,
+    rendered by :func:`lgcexp.lowlabel.write_lowlabel_tables`."""
+    from . import lowlabel
+
+    out = Path("results/lowlabel/tables" if a.out == "results/tables" else a.out)
+    runs_csv = Path(a.runs_csv or "results/lowlabel/runs.csv")
+    if a.from_csv is not None:
+        src = Path(a.from_csv)
+        if not src.is_file():
+            print(f"lgcexp-tables: error: --from-csv {src} is not a file", file=sys.stderr)
+            return 2
+        runs = lowlabel.tidy(pd.read_csv(src))
+        what = f"{len(runs)} runs read from {src}"
+    else:
+        root = Path("results/lowlabel/runs" if a.root == "results/runs" else a.root)
+        if not root.is_dir():
+            print(f"lgcexp-tables: error: --root {root} is not a directory (run an experiment first, or use "
+                  f"--from-csv)", file=sys.stderr)
+            return 2
+        new = lowlabel.collect(root)
+        old = pd.read_csv(runs_csv) if runs_csv.is_file() else new.iloc[0:0]
+        runs = lowlabel.merge(old, new)
+        runs_csv.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(runs_csv, runs.to_csv(index=False))
+        what = f"{len(new)} runs under {root}, {len(runs)} in {runs_csv}"
+    tables = lowlabel.write_lowlabel_tables(runs, out, figures=not a.no_report)
+    for doc in a.docs:
+        missing = lowlabel.sync_docs(Path(doc), tables)
+        if missing:
+            print(f"lgcexp-tables: {doc}: no table for the block(s) {', '.join(missing)}", file=sys.stderr)
+    print(f"lgcexp-tables: {what}; wrote {len(tables)} tables in {out}")
+    return 0

@@ -1,0 +1,168 @@
+"""The low-label experiments' runs table and tables (lgcexp/lowlabel.py, ``lgcexp-tables --lowlabel``): the committed
+tables rebuild byte for byte from the committed rows, docs/poisson.md's generated blocks equal them, the numbers
+equal an independent computation on made-up rows, and the experiments compose as the tables expect."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from lgcexp import lowlabel
+from lgcexp.tables import main as tables_main
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "results" / "lowlabel" / "runs.csv"
+TABLES = ROOT / "results" / "lowlabel" / "tables"
+DOC = ROOT / "docs" / "poisson.md"
+sys.path.insert(0, str(ROOT / "scripts"))
+import reproduce_lowlabel  # noqa: E402
+
+
+def test_committed_tables_rebuild_byte_for_byte(tmp_path):
+    assert tables_main(["--lowlabel", "--from-csv", str(RUNS), "--out", str(tmp_path), "--no-report"]) == 0
+    committed = sorted(p.name for p in TABLES.iterdir() if p.suffix in (".md", ".csv"))
+    rebuilt = sorted(p.name for p in tmp_path.iterdir())
+    assert committed == rebuilt and "lowlabel_digits.md" in committed
+    for name in committed:
+        assert (tmp_path / name).read_bytes() == (TABLES / name).read_bytes(), name
+
+
+def test_docs_blocks_are_the_committed_tables():
+    blocks = lowlabel.doc_blocks(DOC)
+    assert {"lowlabel_digits.md", "lowlabel_digits_noise_k5.md", "lowlabel_mnist_raw.md"} <= set(blocks)
+    for name, body in blocks.items():
+        assert body == (TABLES / name).read_text(), f"docs/poisson.md's block {name}: run make tables-lowlabel"
+
+
+def test_committed_rows_are_the_experiments():
+    runs = pd.read_csv(RUNS)
+    assert list(runs.columns) == lowlabel.LOWLABEL_COLUMNS
+    assert not runs.duplicated(["experiment", "config_hash"]).any()
+    assert set(runs["experiment"]) <= set(reproduce_lowlabel.FULL)
+    digits = runs[runs["experiment"] == "lowlabel_digits"]
+    assert len(digits) == 5 * 3 * 20  # methods x labels per class x seeds of conf/experiment/lowlabel_digits.yaml
+    assert (digits["n_labeled"] == 10 * digits["per_class"]).all()
+
+
+def _runs(rows):
+    base = {"experiment": "e", "dataset": "mnist", "features": "vae", "features_key": "k", "noise": "none",
+            "noise_rate": 0.0, "n_flipped": 0, "n_dropped": np.nan, "seconds_total": 1.0}
+    return lowlabel.tidy(pd.DataFrame([{**base, "config_hash": f"h{i}", **r} for i, r in enumerate(rows)]))
+
+
+def test_protocol_table_against_independent_numbers():
+    rng = np.random.default_rng(0)
+    acc = rng.uniform(0.85, 0.95, 7)
+    T = [60, 104, 58, 200, 77, 91, 66]
+    runs = _runs([{"algo": "poisson", "per_class": 1, "seed": s, "n_labeled": 10, "acc_unlabeled": a,
+                   "solver_iterations": t} for s, (a, t) in enumerate(zip(acc, T))]
+                 + [{"algo": "lgc", "per_class": 1, "seed": 0, "n_labeled": 10, "acc_unlabeled": 0.5,
+                     "solver_iterations": np.nan}])
+    cells, md = lowlabel.protocol_table(runs)
+    x = 100 * acc
+    mean, sd = sum(x) / len(x), (sum((v - sum(x) / len(x)) ** 2 for v in x) / len(x)) ** 0.5
+    se = (sum((v - mean) ** 2 for v in x) / (len(x) - 1)) ** 0.5 / len(x) ** 0.5
+    line = next(v for v in md.splitlines() if "`poisson`" in v)
+    assert line == (f"| 1 | `poisson` | 7 | {mean:.2f} ± {sd:.2f} | {se:.2f} | 90.2 | {mean - 90.2:+.2f} | "
+                    f"{np.mean(T):.0f} (58–200) |")
+    # LGC: one trial (no standard error), no published figure, no step count; listed before Poisson
+    assert md.splitlines()[2] == "| 1 | `lgc` | 1 | 50.00 ± 0.00 | – | – | – | – |"
+
+
+def test_noise_table_pairs_trials_and_merges_the_clean_runs():
+    rows = []
+    acc = {("poisson", 0): 0.80, ("poisson", 1): 0.70, ("poissonL", 0): 0.85, ("poissonL", 1): 0.69,
+           ("poisson", 2): 0.75}
+    for (algo, seed), a in acc.items():
+        rows.append({"algo": algo, "per_class": 5, "seed": seed, "noise": "uniform", "noise_rate": 0.2,
+                     "n_labeled": 50, "acc_unlabeled": a, "solver_iterations": 60})
+        for model in ("uniform", "confusion"):  # the 0 % runs of both models: the same draw, counted once
+            rows.append({"algo": algo, "per_class": 5, "seed": seed, "noise": model, "noise_rate": 0.0,
+                         "n_labeled": 50, "acc_unlabeled": a + 0.1, "solver_iterations": 60})
+    cells, md = lowlabel.noise_table(_runs(rows))
+    lines = md.splitlines()
+    assert lines[0] == "| noise | trials | `poisson` | `poissonL` | PoissonL - Poisson (s.e., wins) |"
+    assert lines[2].startswith("| none, 0 % | 3 | ")
+    d = np.array([5.0, -1.0])  # paired over the seeds both ran (0 and 1), seed 2 left out
+    assert lines[3] == (f"| uniform, 20 % | 3 | 75.00 ± 4.08 | 77.00 ± 8.00 (2) | "
+                        f"{d.mean():+.2f} ± {d.std(ddof=1) / np.sqrt(2):.2f} (1/2) |")
+    assert cells[(cells["noise"] == "none") & (cells["method"] == "poisson")]["n"].item() == 3
+
+
+def _record(algo, seed, k, acc, exp_hash):
+    return {"dataset": "digits", "algo": algo, "seed": seed, "noise": "none", "noise_rate": 0.0, "n_labeled": 10 * k,
+            "n_flipped": 0, "acc_unlabeled": acc, "solver_iterations": 51, "stage_seconds": {"load": 1.0, "graph": 0.5},
+            "config": {"labels": {"per_class": k}}, "config_hash": exp_hash}
+
+
+def test_collect_and_merge(tmp_path):
+    for exp, algo, seed, h in [("a", "poisson", 0, "h1"), ("a", "poisson", 1, "h2"), ("b", "lgc", 0, "h3")]:
+        d = tmp_path / exp / "digits" / algo / f"seed={seed}_{h}"
+        d.mkdir(parents=True)
+        (d / "result.json").write_text(json.dumps(_record(algo, seed, 3, 0.9, h)))
+    new = lowlabel.collect(tmp_path)
+    assert list(new["experiment"]) == ["a", "a", "b"] and list(new["per_class"]) == [3, 3, 3]
+    assert list(new["features"]) == ["raw"] * 3 and new["seconds_total"].tolist() == [1.5] * 3
+    old = new.copy()
+    old.loc[old["config_hash"] == "h1", "acc_unlabeled"] = 0.1
+    old = pd.concat([old, old.iloc[[0]].assign(experiment="c", config_hash="h9")])
+    merged = lowlabel.merge(old, new[new["config_hash"] == "h1"])
+    assert len(merged) == 4  # h1 replaced, h2, h3 and experiment c kept
+    assert merged.loc[merged["config_hash"] == "h1", "acc_unlabeled"].item() == 0.9
+
+
+def test_sync_docs_replaces_only_marked_blocks(tmp_path):
+    doc = tmp_path / "d.md"
+    doc.write_text("a\n<!-- lowlabel-table: x.md -->\nold\n<!-- /lowlabel-table -->\nb\n"
+                   "<!-- lowlabel-table: y.md -->\nkeep\n<!-- /lowlabel-table -->\n")
+    assert lowlabel.sync_docs(doc, {"x.md": "new\n"}) == ["y.md"]
+    assert doc.read_text() == ("a\n<!-- lowlabel-table: x.md -->\nnew\n<!-- /lowlabel-table -->\nb\n"
+                               "<!-- lowlabel-table: y.md -->\nkeep\n<!-- /lowlabel-table -->\n")
+
+
+@pytest.mark.parametrize("experiment", reproduce_lowlabel.FULL)
+def test_experiments_sweep_into_their_own_folder(experiment):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+    assert cfg.hydra.sweep.dir == f"{cfg.paths.results_dir}/lowlabel/runs/{experiment}"
+    params = dict(cfg.hydra.sweeper.params)
+    assert "seed" in params and "algo" in params
+    assert "labels.per_class" in params or cfg.labels.per_class is not None
+    assert cfg.graph.k == 10 and cfg.graph.kernel == "self_tuning"
+
+
+def test_vae_recipe_and_its_recorded_cache_key():
+    """The codes' recipe of lowlabel_mnist.yaml and the features cache key its header records."""
+    text = (ROOT / "conf" / "experiment" / "lowlabel_mnist.yaml").read_text()
+    recorded = re.search(r"\b([0-9a-f]{32})\b", text).group(1)
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=lowlabel_mnist"])
+    params = {k: v for k, v in cfg.features.items() if k != "name"}
+    assert cfg.features.name == "vae" and params["epochs"] == 100 and params["seed"] == 0
+    data_dir = Path(os.environ.get("LGCEXP_DATA_DIR", ""))
+    if not (data_dir / "mnist.npz").is_file():
+        pytest.skip("mnist.npz not in LGCEXP_DATA_DIR")
+    from lgcexp.data import load_dataset
+    from lgcexp.features import make_features
+
+    data = load_dataset("mnist", data_dir=str(data_dir), download=False)
+    assert make_features("vae", **params).key(data.fingerprint()) == recorded
+
+
+def test_detection_table_rebuilds_byte_for_byte(tmp_path):
+    """``make tables-detection``: results/label_issues/detection_table.{md,csv} from the committed runs alone."""
+    src = ROOT / "results" / "label_issues"
+    shutil.copy2(src / "detection_runs.csv", tmp_path / "detection_runs.csv")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), "--summary-only",
+                    "--out", str(tmp_path)], check=True, capture_output=True, cwd=ROOT)
+    for name in ("detection_table.md", "detection_table.csv"):
+        assert (tmp_path / name).read_bytes() == (src / name).read_bytes(), name
