@@ -6,7 +6,7 @@ export LGCEXP_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/isolet.npz),$(SHARED_DA
 JOBS ?= 2
 
 .PHONY: install install-gpu test test-all bench reproduce-tables reproduce-tables-quick tables \
-	reproduce-lowlabel reproduce-lowlabel-quick tables-lowlabel reproduce-detection tables-detection clean
+	reproduce-lowlabel reproduce-lowlabel-quick tables-lowlabel reproduce-detection reproduce-detection-quick tables-detection clean
 
 install:            ## install lgcexp (CPU TensorFlow + faiss) with the dev tools into the current Python
 	$(PYTHON) -m pip install -e '.[cpu,dev]'
@@ -42,12 +42,14 @@ reproduce-lowlabel-quick:  ## the low-label experiments that run in minutes (dig
 tables-lowlabel:    ## rebuild results/lowlabel/tables/ and docs/poisson.md's generated tables from the committed results/lowlabel/runs.csv
 	lgcexp-tables --lowlabel --from-csv results/lowlabel/runs.csv --out results/lowlabel/tables --docs docs/poisson.md
 
-reproduce-detection:  ## the label-issue detection table (scripts/label_issues_table.py; ~80 min on 2 cores) -> results/label_issues/
-	$(PYTHON) scripts/label_issues_table.py --datasets isolet --noise uniform pairwise --seeds 20
-	$(PYTHON) scripts/label_issues_table.py --datasets mnist --noise uniform pairwise --seeds 10 --other-seeds 10 --siis-seeds 2
+reproduce-detection:  ## the detector tables of docs/label_issues.md, every run redone (hours) -> results/label_issues/, the docs' blocks
+	$(PYTHON) scripts/reproduce_detection.py
 
-tables-detection:   ## rebuild results/label_issues/detection_table.{md,csv} from the committed detection_runs.csv
-	$(PYTHON) scripts/label_issues_table.py --summary-only
+reproduce-detection-quick:  ## the same for the digits parts only (~30 min on 2 shared cores); the other rows stay as committed
+	$(PYTHON) scripts/reproduce_detection.py --quick
+
+tables-detection:   ## rebuild the detector tables and docs/label_issues.md's generated blocks from the committed rows in results/label_issues/
+	$(PYTHON) scripts/reproduce_detection.py --tables-only
 
 clean:
 	rm -rf outputs multirun .pytest_cache

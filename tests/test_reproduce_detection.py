@@ -1,0 +1,50 @@
+"""The detector tables of docs/label_issues.md from committed rows (scripts/reproduce_detection.py, ``make
+tables-detection``): each rebuilds byte for byte from its rows, and the docs' generated blocks equal the rebuild."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import reproduce_detection  # noqa: E402
+
+
+def test_detection_table_rebuilds_byte_for_byte(tmp_path):
+    """``make tables-detection``: results/label_issues/detection_table.{md,csv} from the committed runs alone."""
+    src = ROOT / "results" / "label_issues"
+    shutil.copy2(src / "detection_runs.csv", tmp_path / "detection_runs.csv")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), "--summary-only",
+                    "--out", str(tmp_path)], check=True, capture_output=True, cwd=ROOT)
+    for name in ("detection_table.md", "detection_table.csv"):
+        assert (tmp_path / name).read_bytes() == (src / name).read_bytes(), name
+
+
+
+def test_realistic_tables_rebuild_and_docs_blocks(tmp_path):
+    pytest.importorskip("cleanlab")  # benchmarks.detect_realistic imports it
+    src = ROOT / "results" / "label_issues"
+    parts = sorted(src.glob("detect_realistic_*.csv"))
+    assert [p.name for p in parts if "digits" in p.name] == ["detect_realistic_digits.csv",
+                                                             "detect_realistic_digits_vae.csv"]
+    for p in parts:
+        shutil.copy2(p, tmp_path / p.name)
+    blocks = reproduce_detection.write_realistic(tmp_path)
+    assert (tmp_path / "detect_realistic.md").read_bytes() == (src / "detect_realistic.md").read_bytes()
+    in_docs = reproduce_detection.doc_blocks()
+    assert {"digits, noise=idn", "digits, noise=confusion"} <= set(in_docs)
+    for name, body in in_docs.items():
+        assert body == blocks[name], f"docs/label_issues.md's block {name}: run make tables-detection"
+
+
+def test_sync_docs_fills_marked_blocks_only(tmp_path):
+    doc = tmp_path / "d.md"
+    doc.write_text("x\n<!-- detection-table: a, noise=idn -->\nold\n<!-- /detection-table -->\n"
+                   "<!-- detection-table: b, noise=idn -->\nkept\n<!-- /detection-table -->\n")
+    assert reproduce_detection.sync_docs({"a, noise=idn": "new\n"}, doc) == ["b, noise=idn"]
+    assert doc.read_text() == ("x\n<!-- detection-table: a, noise=idn -->\nnew\n<!-- /detection-table -->\n"
+                               "<!-- detection-table: b, noise=idn -->\nkept\n<!-- /detection-table -->\n")
