@@ -149,8 +149,9 @@ def noise_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """(cells, markdown) of one labels-per-class value of a noisy experiment: a row per noise setting."""
     runs = noise_rows(runs)
     methods = method_order(runs["algo"])
-    settings = sorted(set(runs["setting"]), key=lambda s: (s != "none", s.split()[0], float(s.split()[-1] or 0)
-                                                          if s != "none" else 0.0))
+    # none, then uniform, then the other models by name; rates ascending
+    settings = sorted(set(runs["setting"]), key=lambda s: (s != "none", s.split()[0] != "uniform", s.split()[0],
+                                                          0.0 if s == "none" else float(s.split()[1])))
     cells, lines = [], []
     paired = [p for p in PAIRED if p[0] in methods and p[1] in methods]
     head = ["noise", "trials"] + [f"`{m}`" for m in methods] + [p[2] for p in paired]
@@ -201,7 +202,7 @@ def plot_noise(path: Path, runs: pd.DataFrame, title: str) -> None:
     import matplotlib.pyplot as plt
 
     runs = noise_rows(runs)
-    models = sorted(set(runs.loc[runs["noise_rate"].astype(float) > 0, "noise"]))
+    models = sorted(set(runs.loc[runs["noise_rate"].astype(float) > 0, "noise"]), key=lambda m: (m != "uniform", m))
     fig, axes = plt.subplots(1, max(len(models), 1), figsize=(5 * max(len(models), 1), 4), sharey=True, squeeze=False)
     for ax, model in zip(axes[0], models):
         for m in method_order(runs["algo"]):
