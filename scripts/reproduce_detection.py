@@ -17,6 +17,7 @@ commands of docs/label_issues.md (hours) and keep their committed rows until rer
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -38,6 +39,8 @@ PARTS = {
     "mnist": ["--datasets", "--mnist", "--seeds", "5", "--lr-pca", "50"],
 }
 QUICK = ["digits", "digits_vae"]
+_WRITE_MD = ("import json, sys; from pathlib import Path; from benchmarks.detect_realistic import write_md; "
+             "a = json.load(sys.stdin); write_md(a['rows'], Path(a['path']), a['clv'])")
 _BLOCK = re.compile(r"(<!-- detection-table: (?P<name>[^>]+?) -->\n)(?P<body>.*?)(<!-- /detection-table -->)", re.S)
 
 
@@ -54,14 +57,14 @@ def realistic_rows(out: Path = OUT) -> tuple[list[dict], str]:
 
 def write_realistic(out: Path = OUT) -> dict[str, str]:
     """``detect_realistic.md`` from the committed rows; returns {"<data set>, noise=<model>": its doc block}."""
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.detect_realistic import write_md
-
     rows, clv = realistic_rows(out)
     if not rows:
         return {}
     path = out / "detect_realistic.md"
-    write_md(rows, path, clv)
+    # the benchmark's own renderer, imported from the repository root (python -c puts the working directory first)
+    subprocess.run([sys.executable, "-c", _WRITE_MD], input=json.dumps({"rows": rows, "path": str(path), "clv": clv},
+                                                                        default=lambda o: o.item()),
+                   text=True, cwd=ROOT, check=True)
     blocks = {}
     for part in path.read_text().split("\n## ")[1:]:
         head, _, body = part.partition("\n")
