@@ -36,7 +36,8 @@ LOWLABEL_COLUMNS = ["experiment", "dataset", "features", "features_key", "algo",
                     "seconds_total", "config_hash"]
 
 #: the order of method columns (others follow alphabetically)
-METHOD_ORDER = ["gfhf", "lgc", "wnll", "properly", "poisson", "poissonMBO", "autoL", "auto", "poissonL"]
+METHOD_ORDER = ["gfhf", "lgc", "wnll", "properly", "meanshift", "poisson", "poissonMBO", "cutssl", "autoL", "auto",
+                "poissonL"]
 
 #: GraphLearning's published MNIST figures (Calder, Cook, Thorpe & Slepčev, ICML 2020, Table 1; 100 trials on VAE
 #: codes): (dataset, features, algo) -> {labels per class: accuracy %}

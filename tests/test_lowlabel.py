@@ -47,7 +47,7 @@ def test_committed_rows_are_the_experiments():
     assert not runs.duplicated(["experiment", "config_hash"]).any()
     assert set(runs["experiment"]) <= set(reproduce_lowlabel.FULL)
     digits = runs[runs["experiment"] == "lowlabel_digits"]
-    assert len(digits) == 5 * 3 * 20  # methods x labels per class x seeds of conf/experiment/lowlabel_digits.yaml
+    assert len(digits) == 7 * 3 * 20  # methods x labels per class x seeds of conf/experiment/lowlabel_digits.yaml
     assert (digits["n_labeled"] == 10 * digits["per_class"]).all()
 
 
