@@ -79,12 +79,17 @@ def tidy(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.sort_values(keys, kind="mergesort").reset_index(drop=True)
 
 
+#: a run's place in its experiment: a rerun of the same place replaces it, whatever its config hash (a method's
+#: new default parameter changes the hash, not the place)
+RUN_KEY = ["experiment", "algo", "per_class", "noise", "noise_rate", "seed"]
+
+
 def merge(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """``old`` with the runs of ``new`` added; a run in both (experiment and config hash) is ``new``'s."""
+    """``old`` with the runs of ``new`` added; a run in both (:data:`RUN_KEY`) is ``new``'s."""
     if not len(old):
         return tidy(new)
-    both = set(zip(new["experiment"], new["config_hash"]))
-    keep = [(e, h) not in both for e, h in zip(old["experiment"], old["config_hash"])]
+    key = lambda df: pd.MultiIndex.from_frame(df[RUN_KEY].astype(str))  # noqa: E731
+    keep = ~key(old).isin(key(new))
     return tidy(pd.concat([old[keep], new], ignore_index=True))
 
 

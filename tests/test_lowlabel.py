@@ -111,10 +111,11 @@ def test_collect_and_merge(tmp_path):
     assert list(new["experiment"]) == ["a", "a", "b"] and list(new["per_class"]) == [3, 3, 3]
     assert list(new["features"]) == ["raw"] * 3 and new["seconds_total"].tolist() == [1.5] * 3
     old = new.copy()
-    old.loc[old["config_hash"] == "h1", "acc_unlabeled"] = 0.1
+    old.loc[old["config_hash"] == "h1", ["acc_unlabeled", "config_hash"]] = [0.1, "h0"]  # an older config, same place
     old = pd.concat([old, old.iloc[[0]].assign(experiment="c", config_hash="h9")])
     merged = lowlabel.merge(old, new[new["config_hash"] == "h1"])
-    assert len(merged) == 4  # h1 replaced, h2, h3 and experiment c kept
+    assert len(merged) == 4  # h0 replaced by h1 (same experiment, method, labels, noise, seed); h2, h3 and c kept
+    assert "h0" not in set(merged["config_hash"])
     assert merged.loc[merged["config_hash"] == "h1", "acc_unlabeled"].item() == 0.9
 
 
