@@ -48,7 +48,7 @@ def inputs(X: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
     std = pca_axes(X, seed, standardize=True)
     cen = pca_axes(X, seed, standardize=False)
     return {"standardised+whitened": StandardScaler().fit_transform(std), "standardised": std / std[:, 0].std(),
-            "centred, top axis": cen / cen[:, 0].std(), "centred, mean variance": network_inputs(X, 50, seed)}
+            "centred, top axis": cen / cen[:, 0].std(), "centred, mean variance": network_inputs(X, 50)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     def network(n_train: int) -> MLPClassifier:
         b = int(min(oo.MLP_BATCH, n_train))
         return MLPClassifier(hidden_layer_sizes=oo.MLP_HIDDEN, alpha=oo.MLP_ALPHA, batch_size=b,
-                             learning_rate_init=1e-3, max_iter=oo.mlp_epochs(n_train, b), random_state=0)
+                             learning_rate_init=oo.MLP_LEARNING_RATE, max_iter=oo.mlp_epochs(n_train, b),
+                             random_state=0)
 
     rows = []
     for ds in a.datasets:

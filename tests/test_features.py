@@ -14,7 +14,6 @@ from lgcexp.cache import Cache
 from lgcexp.config import plan
 from lgcexp.errors import UserError
 from lgcexp.features import FEATURES, is_default, make_features
-from lgcexp.features.oof import fold_of
 from lgcexp.params import constructor_defaults
 from lgcexp.rundir import config_hash
 
@@ -95,7 +94,9 @@ def test_oof_is_deterministic_shaped_and_out_of_fold(digits):
         np.testing.assert_array_equal(c.X[labeled[i]], a.X[labeled[i]])
         assert not np.array_equal(c.X, a.X)  # the label did train the other fold models
     # folds do not look at the labels, and split the points evenly
-    f_lab, f_unl = fold_of(300, 1497, 3, 0)
+    from lgcexp.preprocess import fold_of
+
+    f_lab, f_unl = fold_of(300, 3, 0, 1497)
     assert np.bincount(f_lab).tolist() == [100, 100, 100] and np.ptp(np.bincount(f_unl)) <= 1
 
 

@@ -66,8 +66,9 @@ class LGC(GraphSSLAlgorithm):
     ``(I - alpha S)^-1`` without its diagonal: the "graph leave-one-out, no learning" of the detection table.
     It needs ``P_LL`` (one conjugate-gradient solve per label, to a relative residual of 1e-6 in float32, as
     AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS`
-    labels it needs no P_LL: one solve with c right-hand sides and the diagonal of the propagation operator
-    (probed where most points are labelled, else exact; :func:`lgc_loo_probs`), in O(n) memory."""
+    labels, or above :data:`~lgcexp.algorithms.propagation.PROBE_MIN_LABELS` where most points are labelled
+    (:func:`~lgcexp.algorithms.propagation.needs_pll`), it needs no P_LL: one solve with c right-hand sides and
+    the diagonal of the propagation operator (probed where most points are labelled, else exact; :func:`lgc_loo_probs`), in O(n) memory."""
 
     name = "lgc"
     unlisted_params = ("stop",)
@@ -99,7 +100,7 @@ class LGC(GraphSSLAlgorithm):
         self._judgement = None
         # the leave-one-out needs P_LL by sparse solves; a low-rank graph (anchor graph) has no sparse S
         if self.judge and sp.issparse(graph.S):
-            if len(labeled) > propagation.DENSE_MAX_LABELS:
+            if not propagation.needs_pll(len(labeled), graph.n):
                 # every label judged without P_LL: one solve and the probed diagonal (lgcexp.solvers.diagonal)
                 how = diagonal.choose_diagonal(len(labeled), graph.n)
                 probs, st = lgc_loo_probs(graph.S, labeled, y_labeled, n_classes, float(self.alpha),

@@ -314,6 +314,23 @@ def dense_refusal(method: str, l: int, key: str) -> str | None:
             "propagation operator)")
 
 
+#: where most points are labelled, LGC's judgement leaves the dense P_LL above this many labels (probing needs
+#: ~200-320 solves where P_LL needs l: at 10,000 fully labelled MNIST points 4.8 s against 38 s, F1 of
+#: find_label_issues 0.874 against 0.873; ``python -m benchmarks small_fast``)
+PROBE_MIN_LABELS = 2_000
+
+
+def needs_pll(n_labeled: int, n: int) -> bool:
+    """Whether LGC's judgement of ``n_labeled`` labels among ``n`` points solves the dense ``P_LL``: at most
+    :data:`DENSE_MAX_LABELS` labels, and not where :func:`lgcexp.solvers.diagonal.choose_diagonal` probes above
+    :data:`PROBE_MIN_LABELS` labels (a fully labelled set: the O(n) leave-one-out instead)."""
+    from ..solvers.diagonal import choose_diagonal
+
+    if n_labeled > DENSE_MAX_LABELS:
+        return False
+    return not (n_labeled > PROBE_MIN_LABELS and choose_diagonal(n_labeled, n) == "probe")
+
+
 def _check_pll_arrays(a: dict[str, np.ndarray], l: int) -> str | None:
     """Why a cached P_LL entry cannot be the l x l propagation submatrix (None when it can)."""
     if "P" not in a or any(k not in a for k in ("seconds", "iterations", "residual")):

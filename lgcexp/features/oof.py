@@ -1,13 +1,14 @@
 """``features=oof``: out-of-fold logits of a small network trained on the given labels.
 
-The labelled points are split into ``folds`` folds by a seeded permutation that does not look at the labels;
+The labelled points are split into ``folds`` folds by a seeded permutation that does not look at the labels
+(:func:`lgcexp.preprocess.fold_of`, the folds of every out-of-fold model of lgcexp);
 fold model ``f`` is trained on the labels of every other fold. A labelled point's embedding is the output of
 the one fold model that never saw its label (as cross-validated probabilities are), so the features a label
 is judged on do not depend on that label: changing only ``y_i`` leaves point i's embedding unchanged. Every
 unlabelled point is embedded by one fold model too (a seeded round robin), so labelled and unlabelled points
 are embedded alike.
 
-Network: inputs standardised per feature (mean 0, variance 1, from all n points, no labels), an MLP
+Network: inputs standardised per feature (:func:`lgcexp.preprocess.standardize` over all n points, no labels), an MLP
 ``d -> hidden[0] -> hidden[1] -> c`` with ReLU, Glorot-uniform weights, L2 weight decay (``weight_decay`` times the
 sum of squared weights), softmax cross-entropy, Adam, a fixed number
 of epochs (no early stopping: it would need held-out labels, i.e. the very labels being judged). The
@@ -23,26 +24,11 @@ import numpy as np
 
 from ..errors import UserError
 from ..params import Array, Interval, NoneValue
+from ..preprocess import fold_of, standardize
 from . import nets
 from .base import FeatureMap
 
 AUTO_STEPS, MIN_EPOCHS, MAX_EPOCHS = 1500, 20, 200
-
-
-def fold_of(n_labeled: int, n_unlabeled: int, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(fold of each labelled point, fold model of each unlabelled point): seeded, label-blind."""
-    rng = np.random.default_rng([int(seed), 0x6F6F66])  # stream "oof"
-    f_lab = np.empty(n_labeled, dtype=np.int64)
-    f_lab[rng.permutation(n_labeled)] = np.arange(n_labeled) % folds
-    f_unl = np.empty(n_unlabeled, dtype=np.int64)
-    f_unl[rng.permutation(n_unlabeled)] = np.arange(n_unlabeled) % folds
-    return f_lab, f_unl
-
-
-def standardize(X: np.ndarray) -> np.ndarray:
-    Xd = np.asarray(X, dtype=np.float64)
-    sd = Xd.std(axis=0)
-    return ((Xd - Xd.mean(axis=0)) / np.where(sd > 0, sd, 1.0)).astype(np.float32)
 
 
 class OOFFeatures(FeatureMap):
@@ -92,13 +78,13 @@ class OOFFeatures(FeatureMap):
 
     def _compute(self, X: np.ndarray, *, labeled: np.ndarray, y: np.ndarray, n_classes: int,
                  progress: bool = False, **_: Any) -> tuple[np.ndarray, dict[str, Any]]:
-        Xs = standardize(X)
+        Xs = standardize(X, dtype=np.float32)
         n, d = Xs.shape
         labeled = np.asarray(labeled, dtype=np.int64)
         y = np.asarray(y, dtype=np.int64)
         k, c, seed = int(self.folds), int(n_classes), int(self.seed)
         unl = np.setdiff1d(np.arange(n), labeled)
-        f_lab, f_unl = fold_of(labeled.size, unl.size, k, seed)
+        f_lab, f_unl = fold_of(labeled.size, k, seed, unl.size)
         n_train = [int((f_lab != f).sum()) for f in range(k)]
         bs = int(min(self.batch_size, min(n_train)))
         epochs = nets.auto_epochs(self.epochs, int(np.mean(n_train)), bs, AUTO_STEPS, MIN_EPOCHS, MAX_EPOCHS)

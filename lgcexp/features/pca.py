@@ -1,7 +1,7 @@
 """``features=pca``: the leading principal components. The data are centred and the top ``n_components``
 right singular vectors ``V_k`` of the centred matrix give ``Z = (X - mean) V_k`` (scaled to unit variance
-per component with ``whiten``). scikit-learn's PCA does the work (exact solver: deterministic; its sign
-convention fixes each component's sign)."""
+per component with ``whiten``, the variance with ``n - 1`` as scikit-learn's). The axes are lgcexp's one PCA,
+:func:`lgcexp.preprocess.pca_axes` (exact, deterministic; each axis signed as scikit-learn's PCA signs it)."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,10 +32,14 @@ class PCAFeatures(FeatureMap):
                      f"the data have {n} points and {n_features} features")
 
     def _compute(self, X: np.ndarray, **_: Any) -> tuple[np.ndarray, dict[str, Any]]:
-        from sklearn.decomposition import PCA
+        from ..preprocess import pca_axes
 
         Xd = np.asarray(X, dtype=np.float64)
-        solver = "covariance_eigh" if Xd.shape[0] >= 10 * Xd.shape[1] else "full"
-        pca = PCA(n_components=int(self.n_components), whiten=bool(self.whiten), svd_solver=solver)
-        Z = pca.fit_transform(Xd)
-        return Z, {"explained_variance_ratio": float(pca.explained_variance_ratio_.sum()), "solver": solver}
+        mean, axes = pca_axes(Xd, int(self.n_components))
+        Z = (Xd - mean) @ axes
+        n = Xd.shape[0]
+        variance = (Z * Z).sum(axis=0) / max(n - 1, 1)
+        total = ((Xd - mean) ** 2).sum() / max(n - 1, 1)
+        if self.whiten:
+            Z = Z / np.sqrt(np.where(variance > 0, variance, 1.0))
+        return Z, {"explained_variance_ratio": float(variance.sum() / total) if total > 0 else 1.0}

@@ -51,6 +51,7 @@ import numpy as np
 from .. import devices
 from ..errors import UserError
 from ..params import Interval, NoneValue, Options
+from ..preprocess import pca_axes
 from .knn import KnnGraph, drop_self, import_faiss
 
 log = logging.getLogger(__name__)
@@ -89,23 +90,6 @@ def sample_rows(X: np.ndarray, size: int, seed: int = TRAIN_SEED) -> np.ndarray:
         return np.ascontiguousarray(X, dtype=np.float32)
     rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
     return np.ascontiguousarray(X[rows], dtype=np.float32)
-
-
-def pca_axes(S: np.ndarray, p: int, block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
-    """Mean (d,) and the p leading principal axes (d, p) of the rows of S: eigenvectors of the covariance
-    (accumulated in float64 block by block) with the largest eigenvalues. numpy rather than faiss's
-    ``PCAMatrix``: faiss's OpenMP threads spent 12x the CPU time of one thread on a loaded 2-core machine."""
-    m, d = S.shape
-    mean = np.zeros(d)
-    for start in range(0, m, block):
-        mean += S[start:start + block].sum(axis=0, dtype=np.float64)
-    mean /= m
-    C = np.zeros((d, d))
-    for start in range(0, m, block):
-        B = np.asarray(S[start:start + block], dtype=np.float64) - mean
-        C += B.T @ B
-    vals, vecs = np.linalg.eigh(C)
-    return mean, np.ascontiguousarray(vecs[:, ::-1][:, :p])
 
 
 def pca_project(X: np.ndarray, mean: np.ndarray, axes: np.ndarray, block: int = BLOCK_ROWS) -> np.ndarray:

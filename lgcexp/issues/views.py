@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ..preprocess import column_moments, fold_splits, pca_axes, pca_transform, standardize
 from .judgement import _has_evidence, normalize_rows
-from .out_of_fold import _standardize, fold_splits, oof_logistic_probs, oof_mlp_probs, out_of_fold_probs
+from .out_of_fold import oof_logistic_probs, oof_mlp_probs, out_of_fold_probs
 
 __all__ = ["MAX_FEATURES", "FEATURE_MODELS", "LOGISTIC_PCA", "FULL_LABELLED_SHARE", "shrinkage_lda",
            "choose_feature_model", "feature_probs", "combine_views", "knn_oof_probs", "knn_oof_from_neighbors",
@@ -78,7 +79,8 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
 
     A linear discriminant analysis with a Ledoit-Wolf shrunk covariance (:func:`shrinkage_lda`) on the
     standardised features of the labelled points; each point's probabilities come from the model fitted on
-    the other folds (``folds`` stratified folds, shuffled with ``seed``), using only the labels in ``train``
+    the other folds (``folds`` folds of :func:`lgcexp.preprocess.fold_splits`, seeded with ``seed``), using
+    only the labels in ``train``
     (default: all), so a label the graph rejects never teaches the model. Above :data:`MAX_FEATURES`
     features the rows are first projected on their leading principal axes. Returns None where it cannot be
     fitted (a fold whose training labels hold fewer than two classes). ``model="logistic"``: a multinomial
@@ -91,11 +93,9 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
     if model in ("logistic", "mlp"):
         oof = oof_logistic_probs if model == "logistic" else oof_mlp_probs
         return oof(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train, strict=True)
-    Z = _standardize(X)
+    Z = standardize(X)
     if Z.shape[1] > MAX_FEATURES:
-        from sklearn.decomposition import PCA
-
-        Z = PCA(n_components=min(MAX_FEATURES, l), svd_solver="randomized", random_state=seed).fit_transform(Z)
+        Z = pca_transform(Z, min(MAX_FEATURES, l))
     return out_of_fold_probs(Z, y, n_classes, folds, seed, train, lambda n_train: _ShrinkageLDA(n_classes), strict=True)
 
 
@@ -129,7 +129,8 @@ def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, 
                   seed: int = 0) -> np.ndarray:
     """Out-of-sample k-NN class frequencies (the baseline's predicted probabilities).
 
-    The labelled points are split into ``folds`` stratified folds (shuffled with ``seed``); each point's
+    The labelled points are split into ``folds`` folds (:func:`lgcexp.preprocess.fold_splits`, seeded with
+    ``seed``); each point's
     distribution is the class share among its ``k`` nearest neighbours (Euclidean, on the features as
     given) in the other folds. Exact search (scikit-learn, brute force)."""
     from sklearn.neighbors import NearestNeighbors
@@ -138,7 +139,7 @@ def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, 
     y = np.asarray(y, dtype=np.int64)
     l = y.size
     out = np.zeros((l, int(n_classes)))
-    for train, test in fold_splits(y, n_classes, folds, seed):
+    for train, test in fold_splits(l, folds, seed):
         kk = int(min(k, train.size))
         nn = NearestNeighbors(n_neighbors=kk, algorithm="brute").fit(X[train])
         idx = nn.kneighbors(X[test], return_distance=False)
@@ -162,7 +163,7 @@ def knn_oof_from_neighbors(X: np.ndarray, neighbors: np.ndarray, y: np.ndarray, 
     l = y.size
     out = np.zeros((l, int(n_classes)))
     fold = np.empty(l, dtype=np.int64)
-    splits = list(fold_splits(y, n_classes, folds, seed))
+    splits = list(fold_splits(l, folds, seed))
     for f, (_, te) in enumerate(splits):
         fold[te] = f
     for f, (train, te) in enumerate(splits):
@@ -197,21 +198,14 @@ def project_rows(X: np.ndarray, rows: np.ndarray, p: int, seed: int = 0, sample:
                  block: int = 16_384, standardize: bool = True) -> np.ndarray:
     """The rows ``rows`` of X, standardised (or, ``standardize=False``, only centred) and projected on their
     ``p`` leading principal axes, in bounded
-    memory: per-feature means and deviations accumulated block by block over those rows, the axes fitted on
-    a seeded sample of ``sample`` of them (:func:`lgcexp.graph.knn_approx.pca_axes`), the rows projected
+    memory: per-feature means and deviations merged block by block over those rows
+    (:func:`lgcexp.preprocess.column_moments`), the axes fitted on
+    a seeded sample of ``sample`` of them (:func:`lgcexp.preprocess.pca_axes`), the rows projected
     block by block (float32 arithmetic, float64 result (len(rows), p)); X (e.g. a memory map) is never copied
     whole. The same projection as the in-memory path's standardisation + PCA up to the sampled fit."""
-    from ..graph.knn_approx import pca_axes
-
     rows = np.asarray(rows, dtype=np.int64)
     d = X.shape[1]
-    total, squares = np.zeros(d), np.zeros(d)
-    for start in range(0, rows.size, block):
-        B = np.asarray(X[rows[start:start + block]], dtype=np.float64)
-        total += B.sum(axis=0)
-        squares += (B * B).sum(axis=0)
-    mu = total / max(rows.size, 1)
-    sd = np.sqrt(np.maximum(squares / max(rows.size, 1) - mu * mu, 0.0))
+    mu, sd = column_moments(X, rows, block=block)
     sd = np.where(sd > 0, sd, 1.0) if standardize else np.ones(d)
     pick = np.sort(np.random.default_rng(seed).choice(rows, size=min(sample, rows.size), replace=False))
     centre, axes = pca_axes((np.asarray(X[pick], dtype=np.float64) - mu) / sd, int(min(p, d)))

@@ -24,14 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..params import Interval
+from ..preprocess import standardize
 from .base import RATE, NoiseModel, flip_exact_count, uniform_transition, weighted_sample
-
-
-def standardise(X: np.ndarray) -> np.ndarray:
-    """Column z-scores over the rows given (a constant column becomes 0)."""
-    X = np.asarray(X, dtype=np.float64)
-    sd = X.std(axis=0)
-    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
 def softmax_others(Z: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -89,7 +83,7 @@ class IDNNoise(NoiseModel):
         l = y_clean.size
         q = truncnorm.rvs((0.0 - rate) / sd, (1.0 - rate) / sd, loc=rate, scale=sd, size=l, random_state=rng)
         q = np.clip(np.atleast_1d(q).astype(np.float64), 0.0, 1.0)
-        Z = standardise(X)
+        Z = standardize(X)
         W = rng.standard_normal((n_classes, Z.shape[1], n_classes))
         scores = np.zeros((l, n_classes))
         for k in range(n_classes):  # x_i W_{y_i}, class by class
