@@ -6,8 +6,9 @@ For ``l`` labelled points with features and clean labels over ``c`` classes:
 
 1. out-of-fold class probabilities ``p_i`` of a multinomial logistic regression (scikit-learn, L2, ``C``) on
    the labelled rows' standardised features, projected on their ``pca`` leading principal axes when there
-   are more features than that (randomised PCA); ``folds`` stratified folds shuffled with the seed, so no
-   point's own clean label trains the model that scores it;
+   are more features than that (:mod:`lgcexp.preprocess`'s exact PCA); ``folds`` folds of
+   :func:`lgcexp.preprocess.fold_splits` (seeded, blind to the labels), so no point's own clean label trains the
+   model that scores it;
 2. each point's confusion ``1 - p_i[y_i]`` (the probability of the other classes) and its most confused
    class ``argmax_{k != y_i} p_i[k]``;
 3. exactly ``m = l - round(l (1 - rate))`` points flip, drawn without replacement with probability
