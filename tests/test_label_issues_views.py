@@ -89,5 +89,5 @@ def test_network_inputs_keep_the_features_scale(digits):
 
 
 def test_mlp_epochs():
-    # ~1,000 steps of 256 rows as epochs in [5, 200]: 24 batches -> 42 epochs; 219 -> 5; 1 -> 200
-    assert mlp_epochs(56_000) == 5 and mlp_epochs(100) == 200 and mlp_epochs(6_000) == 42
+    # ~2,000 steps of 256 rows as epochs in [5, 200]: 24 batches -> 84 epochs; 219 -> 10; 1 -> 200
+    assert mlp_epochs(56_000) == 10 and mlp_epochs(100) == 200 and mlp_epochs(6_000) == 84
