@@ -206,3 +206,10 @@ def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
         run(make_cfg("dataset=csv", f"dataset.path={tmp_path}/d.csv", "algo=autoL", tmp=tmp_path))
     assert (str(e.value).startswith("algo=autoL is not allowed with 400 labels on this machine")
             and "\n" not in str(e.value))
+
+
+def test_lgc_leaves_the_dense_pll_for_fully_labelled_sets_above_probe_min_labels():
+    assert loo.needs_pll(1_797, 1_797)  # digits, every point labelled: the dense path (cheap there)
+    assert not loo.needs_pll(loo.PROBE_MIN_LABELS + 1, loo.PROBE_MIN_LABELS + 1)  # fully labelled: probed
+    assert loo.needs_pll(5_000, 20_000)  # a quarter labelled: the dense path below DENSE_MAX_LABELS
+    assert not loo.needs_pll(loo.DENSE_MAX_LABELS + 1, 10 * loo.DENSE_MAX_LABELS)
