@@ -127,9 +127,10 @@ def oof_mlp_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, folds: int = 
     :func:`out_of_fold_probs`.
 
     Width, step size and length were chosen on fully labelled MNIST subsets (10,000 points, 10 % and 2 %
-    uniform noise, seeds 1-3; ``python -m benchmarks small_fast``): 128 units at 3e-3 for ~2,000 steps judge as
-    well as the 256 units at 1e-3 for ~4,000 steps (F1 within 0.006 per seed) in about a third of the time;
-    ~1,000 steps lost 0.004 of F1 on average."""
+    uniform noise, seeds 1-3, the view alone behind LGC's leave-one-out and the ``consensus`` cut): 128 units
+    at 3e-3 for ~2,000 steps judge as well as the 256 units at 1e-3 for ~4,000 steps before (F1 within 0.006
+    per seed, no mean loss) in about a third of the time; ~1,000 steps lost 0.004 of F1 on average. End to
+    end against the code before: ``python -m benchmarks small_fast``."""
     from sklearn.neural_network import MLPClassifier
 
     def network(n_train: int) -> MLPClassifier:
