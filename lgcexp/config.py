@@ -288,22 +288,16 @@ def judges_labels(algorithm: Any) -> bool:
 
 
 def _check_folds(p: RunPlan, key: str, folds: int, default: int, counts: np.ndarray, what: str) -> None:
-    """Out-of-fold models on the labelled points (:func:`lgcexp.issues.out_of_fold.fold_splits`): more folds
-    than labels is refused (they would be cut to one per label; the ``default`` count is cut with a warning);
-    more than a class's labels makes the folds plain k-fold instead of stratified: a warning."""
+    """Out-of-fold models on the labelled points (:func:`lgcexp.preprocess.fold_splits`): more folds than
+    labels is refused (they would be cut to one per label; the ``default`` count is cut with a warning). The
+    folds do not look at the labels, so a class's size does not matter to them."""
     l = int(counts.sum())
     if folds > l and folds == default:
         p.warn(f"{key}={folds}: the run has {l} labelled points, so {what} uses {max(2, l)} folds")
         return
     if folds > l:
         raise UserError(f"{key}={folds} is not allowed for this run: it has {l} labelled points, and {what} "
-                        f"needs at most one fold per label (at most {key}={l}; more labels per class keep the folds "
-                        "stratified)")
-    present = counts[counts > 0]
-    if present.size and folds > present.min():
-        c = int(np.flatnonzero(counts == present.min())[0])
-        p.warn(f"{key}={folds}: class {c} has only {int(present.min())} labelled point(s), so the folds of {what} "
-               "are plain k-fold, not stratified by class")
+                        f"needs at most one fold per label (at most {key}={l})")
 
 
 def check_labelled_set(p: RunPlan, y_lab: np.ndarray, n_classes: int, given: bool,
