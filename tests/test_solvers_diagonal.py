@@ -209,7 +209,10 @@ def test_diagnosis_run_refuses_autol_before_the_graph(tmp_path, monkeypatch):
 
 
 def test_lgc_leaves_the_dense_pll_for_fully_labelled_sets_above_probe_min_labels():
-    assert loo.needs_pll(1_797, 1_797)  # digits, every point labelled: the dense path (cheap there)
-    assert not loo.needs_pll(loo.PROBE_MIN_LABELS + 1, loo.PROBE_MIN_LABELS + 1)  # fully labelled: probed
-    assert loo.needs_pll(5_000, 20_000)  # a quarter labelled: the dense path below DENSE_MAX_LABELS
-    assert not loo.needs_pll(loo.DENSE_MAX_LABELS + 1, 10 * loo.DENSE_MAX_LABELS)
+    from lgcexp.algorithms import propagation
+
+    assert propagation.needs_pll(1_797, 1_797)  # digits, every point labelled: the dense path (cheap there)
+    # fully labelled above PROBE_MIN_LABELS: probed
+    assert not propagation.needs_pll(propagation.PROBE_MIN_LABELS + 1, propagation.PROBE_MIN_LABELS + 1)
+    assert propagation.needs_pll(5_000, 20_000)  # a quarter labelled: the dense path below DENSE_MAX_LABELS
+    assert not propagation.needs_pll(propagation.DENSE_MAX_LABELS + 1, 10 * propagation.DENSE_MAX_LABELS)

@@ -68,7 +68,8 @@ class LGC(GraphSSLAlgorithm):
     AutoL's), cached per labelled set like AutoL's. Above :data:`lgcexp.algorithms.propagation.DENSE_MAX_LABELS`
     labels, or above :data:`~lgcexp.algorithms.propagation.PROBE_MIN_LABELS` where most points are labelled
     (:func:`~lgcexp.algorithms.propagation.needs_pll`), it needs no P_LL: one solve with c right-hand sides and
-    the diagonal of the propagation operator (probed where most points are labelled, else exact; :func:`lgc_loo_probs`), in O(n) memory."""
+    the diagonal of the propagation operator (probed where most points are labelled, else exact;
+    :func:`lgc_loo_probs`), in O(n) memory."""
 
     name = "lgc"
     unlisted_params = ("stop",)

@@ -46,19 +46,6 @@ LARGE_DISTANCE = 3
 
 #: probing is used only where at least this share of the points is labelled (:func:`choose_diagonal`)
 PROBE_MIN_LABELLED = 0.5
-#: where most points are labelled, LGC's judgement leaves the dense P_LL above this many labels (probing needs
-#: ~200-320 solves where P_LL needs l: at 10,000 fully labelled MNIST points 4.8 s against 38 s, F1 of
-#: find_label_issues 0.874 against 0.873; ``python -m benchmarks small_fast``)
-PROBE_MIN_LABELS = 2_000
-
-
-def needs_pll(n_labeled: int, n: int) -> bool:
-    """Whether LGC's judgement of ``n_labeled`` labels among ``n`` points solves the dense ``P_LL``: at most
-    :data:`DENSE_MAX_LABELS` labels, and not where :func:`choose_diagonal` probes above
-    :data:`PROBE_MIN_LABELS` labels (a fully labelled set: this module's O(n) leave-one-out instead)."""
-    if n_labeled > DENSE_MAX_LABELS:
-        return False
-    return not (n_labeled > PROBE_MIN_LABELS and choose_diagonal(n_labeled, n) == "probe")
 
 
 def choose_diagonal(n_labeled: int, n: int) -> str:
