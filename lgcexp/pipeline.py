@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__, devices
+from . import devices
 from .algorithms import GraphSSLAlgorithm
 from .cache import Cache
 from .config import RunPlan, check_against_data, plan
@@ -25,6 +25,7 @@ from .labels import LabelSplit, sample_and_corrupt
 from .records import LABELS_FILE, RESULT_FILE, write_json, write_labels_csv, write_table
 from .rundir import config_hash, effective_config
 from .stages import StageTimer, fit_on_graph
+from .version import __version__
 
 log = logging.getLogger("lgcexp")
 

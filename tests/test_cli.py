@@ -25,8 +25,17 @@ def test_default_run_prints_summary(tmp_path):
 
 
 def test_help_and_cfg(tmp_path):
+    from lgcexp.algorithms import ALGORITHMS, GraphSSLAlgorithm
+
     h = lgcexp("--help", tmp=tmp_path)
     assert h.returncode == 0 and "dataset" in h.stdout and "algo" in h.stdout
+    # the header's lists come from the registry: every method, and those that judge their labels
+    methods = h.stdout.split("Methods (algo=): ", 1)[1].split(".\n", 1)[0]
+    assert methods.replace("\n", " ").split(", ") == list(ALGORITHMS.names())
+    judging = " ".join(h.stdout.split("judge their labels: ", 1)[1].split(";", 1)[0].split())
+    assert judging.split(", ") == [n for n in ALGORITHMS.names()
+                                   if ALGORITHMS.get(n).label_judgement is not GraphSSLAlgorithm.label_judgement]
+    assert {"lgc", "autoL", "siis", "auto"} <= set(judging.split(", "))
     c = lgcexp("--cfg", "job", "dataset=isolet", tmp=tmp_path)
     assert c.returncode == 0 and "name: isolet" in c.stdout and "sigma: 100.0" in c.stdout
 

@@ -62,8 +62,8 @@ def test_ragged_csv_row_is_an_error_naming_the_line(tmp_path, edit, fields):
 def test_semicolon_separator_as_documented(tmp_path, monkeypatch):
     monkeypatch.setenv("LGCEXP_OUTPUT_DIR", str(tmp_path / "out"))
     path = _blobs(tmp_path, sep=";")
-    readme = (ROOT / "README.md").read_text()
-    assert "`\"dataset.sep=';'\"`" in readme  # the form the README gives, as the shell hands it to lgcexp:
+    usage = (ROOT / "docs" / "usage.md").read_text()
+    assert "`\"dataset.sep=';'\"`" in usage  # the form the manual gives, as the shell hands it to lgcexp:
     preflight(["dataset=csv", f"dataset.path={path}", "dataset.sep=';'"])
     assert load_dataset("csv", path=str(path), sep=";").n_classes == 2
     with pytest.raises(UserError, match="quote a value with characters Hydra reserves"):
@@ -161,7 +161,7 @@ def test_docs_agree_on_a_cache_directory_that_is_a_file(tmp_path, monkeypatch):
         preflight([f"paths.cache_dir={f}"])
     faults = " ".join((ROOT / "docs" / "faults.md").read_text().split())
     assert "A cache directory that is a regular file is refused by the CLI before the run" in faults
-    assert "a cache directory that is a file" in (ROOT / "README.md").read_text()
+    assert "a cache directory that is a file" in (ROOT / "docs" / "usage.md").read_text()
 
 
 KILLER = '''

@@ -28,6 +28,20 @@ ALGORITHMS = Registry("algo", {
 })
 
 
+def method_names(kind: str = "") -> str:
+    """The registered methods, comma-separated, in the registry's order: every one (``kind`` empty), or those
+    that judge their labels (``kind="judging"``: a ``label_judgement()`` of their own, so a run writes
+    ``label_issues.csv``). ``lgcexp --help``'s header reads it through the resolver ``${lgcexp.methods:...}``
+    (registered by :mod:`lgcexp`), so the help names every method without a hand-written list."""
+    if kind not in ("", "judging"):
+        raise ValueError(f"method_names: kind={kind!r} is not allowed: choose '' or 'judging'")
+    names = ALGORITHMS.names()
+    if kind == "judging":
+        names = tuple(n for n in names
+                      if ALGORITHMS.get(n).label_judgement is not GraphSSLAlgorithm.label_judgement)
+    return ", ".join(names)
+
+
 def algorithm_class(name: str, target: str | None = None) -> type[GraphSSLAlgorithm]:
     return ALGORITHMS.get(name, target)
 
@@ -53,4 +67,5 @@ def make_algorithm(name: str, params: dict[str, Any] | None = None, loss: str | 
     return cls(**params)
 
 
-__all__ = ["ALGORITHMS", "GraphSSLAlgorithm", "algorithm_class", "algorithm_params", "make_algorithm"]
+__all__ = ["ALGORITHMS", "GraphSSLAlgorithm", "algorithm_class", "algorithm_params", "make_algorithm",
+           "method_names"]

@@ -9,8 +9,8 @@ Modules, bottom up (a module imports only those above it in this list):
 - :mod:`.views`: the feature view and the k-NN baseline's probabilities;
 - :mod:`.count`: the one count of wrong labels and the cut at it;
 - :mod:`.cuts`: confident learning, the issue probability, the decision rules;
-- :mod:`.judge`: a judgement plus options -> judged labels (the one entry of every front end);
 - :mod:`.explain`: wrong versus ambiguous, and the evidence of each flag (``label_issue_evidence.csv``);
+- :mod:`.judge`: a judgement plus options -> judged labels (the one entry of every front end);
 - :mod:`.frames`: detection metrics and ``label_issues.csv``;
 - :mod:`.data_audit`: outliers and near-duplicates;
 - :mod:`.diagnosis`: the diagnosis run's outputs (tables, pictures, summary);
