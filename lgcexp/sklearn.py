@@ -50,7 +50,8 @@ their labels ``label_quality_``, ``issue_probability_``, ``label_issues_`` and `
 entry per row of X; NaN, NaN, False and -1 at unlabelled rows). New points (``predict``, ``predict_proba``)
 are placed by the graph builder's own rule (:meth:`lgcexp.graph.GraphBuilder.extension`): the kernel-weighted
 vote of the kNN neighbours (scikit-learn's ``LabelSpreading`` rule), a new point's anchor codes, the eigenfunctions read
-at the point, or (precomputed) the (m, n_train) affinities of the new points to the training points.
+at the point, or (precomputed) the (m, n_train) affinities of the new points to the training points; a builder
+without a rule of its own predicts its training rows only.
 ``score(X, y)`` is the accuracy on the rows of ``y`` that carry a label, so ``GridSearchCV`` works on partly
 labelled data.
 """

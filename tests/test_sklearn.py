@@ -19,7 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from lgcexp.algorithms import ALGORITHMS, algorithm_class
 from lgcexp.algorithms.base import GraphSSLAlgorithm, label_matrix
 from lgcexp.algorithms.lgc import LGC
-from lgcexp.graph import GRAPH_BUILDERS, KnnGraph
+from lgcexp.graph import GRAPH_BUILDERS, Graph, GraphBuilder, KnnGraph
 from lgcexp.graph.precomputed import PrecomputedGraph
 from lgcexp.params import constructor_defaults
 from lgcexp.pipeline import run
@@ -388,6 +388,43 @@ def test_inductive_prediction_is_the_kernel_vote_of_the_neighbours():
     # a point far from everything follows its nearest neighbours instead of dividing 0 by 0
     far = X[test[:3]] * 1e3
     assert np.all(np.isfinite(est.predict_proba(far)))
+
+
+class _Ring(GraphBuilder):
+    """A builder with no rule for new points (no ``extension``): a ring over the rows in their order."""
+    name = "ring"
+    _parameter_constraints: dict = {}
+
+    def _build(self, X, *, cache, data_fingerprint):
+        n = X.shape[0]
+        W = sp.csr_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+        return Graph(W=W.maximum(W.T).tocsr(), sigma=1.0, key=f"ring-{data_fingerprint}"), False
+
+
+def test_a_graph_builder_without_extension_fits_and_predicts_its_training_points():
+    """The estimator fits with any builder; one without ``extension`` gives the training rows their fitted
+    labels through predict and refuses other rows in one line naming the builder."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.full(40, -1)
+    y[[0, 1, 2]], y[[20, 21, 22, 23]] = 0, 1  # unequal counts: no point is tied between the classes
+    est = GraphSSLClassifier(LGC(alpha=0.9, stop="tol", tol=1e-12), _Ring()).fit(X, y)
+    # by hand: LGC's closed form on the ring, F = (I - alpha S)^-1 Y
+    n = 40
+    W = np.zeros((n, n))
+    W[np.arange(n), (np.arange(n) + 1) % n] = W[(np.arange(n) + 1) % n, np.arange(n)] = 1
+    d = W.sum(1)
+    S = W / np.sqrt(np.outer(d, d))
+    Y = np.zeros((n, 2))
+    Y[y == 0, 0] = Y[y == 1, 1] = 1
+    F = np.linalg.solve(np.eye(n) - 0.9 * S, Y)
+    assert np.array_equal(est.transduction_, F.argmax(1))
+    assert np.array_equal(est.predict(X), est.transduction_)
+    assert np.allclose(est.predict_proba(X), est.label_distributions_)
+    with pytest.raises(ValueError, match=r"^graph=ring has no rule for new points .*: predict and predict_proba "
+                                         r"take the training points only"):
+        est.predict(X[:5])
+    assert pickle.loads(pickle.dumps(est)).predict(X).tolist() == est.transduction_.tolist()
 
 
 @pytest.mark.parametrize("kernel", ["self_tuning", "binary"])

@@ -105,9 +105,15 @@ class GraphBuilder(Configurable):
 
     def extension(self, X: Any, graph: Graph, **build_options: Any) -> Any:
         """After ``build(X)``: how new points are placed, an object whose ``predict_proba(Xq, algorithm)``
-        gives their class distributions from a fitted algorithm (:mod:`lgcexp.graph.extension`). Default:
-        none (a one-line refusal)."""
-        raise UserError(f"graph={self.name} has no rule for new points: predict takes the training points only")
+        gives their class distributions from a fitted algorithm (:mod:`lgcexp.graph.extension`). Default, for a
+        builder that defines no rule: the training points only (:class:`lgcexp.graph.extension.TrainingPointsOnly`:
+        ``predict(X)`` on the rows the graph was built on gives the fitted labels, other rows are refused in
+        one line), so the estimators fit with any builder."""
+        from .extension import TrainingPointsOnly
+
+        return TrainingPointsOnly(X, f"graph={self.name} has no rule for new points (its builder defines no "
+                                     f"extension): predict and predict_proba take the training points only, "
+                                     f"whose labels are transduction_")
 
     def build(self, X: np.ndarray, *, cache: Cache | None = None,
               data_fingerprint: str | None = None, **options: Any) -> tuple[Graph, bool]:
