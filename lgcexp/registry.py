@@ -2,12 +2,13 @@
 algorithms). Classes are imported lazily, so a run pays only for the modules it uses (TensorFlow only for
 the methods that need it).
 
-Built-ins are registered in their stage's table (one route). A config group's yaml may also name its class
-directly with ``_target_: package.module.Class``: that is how a plug-in (a noise model, graph builder, data
-source or algorithm living outside lgcexp) is added with one module and one yaml, without touching lgcexp.
-The built-in yamls of anchor, eigenfunction (graph and algorithm) and lssc keep a ``_target_``: it is part of
-their recorded runs'
-config hashes; it names the same class as the table (tests/test_config.py checks it).
+A class is known by one of two routes (docs/architecture.md#registries): its config group's yaml names it
+with ``_target_: package.module.Class``, or the stage's built-in table lists it. The first is the documented way
+to add a noise model, graph builder, data source or algorithm with one module and one yaml, the same in lgcexp's
+own ``conf/`` and in a plug-in's folder on Hydra's search path; the built-ins are listed in the tables. The
+built-in yamls of anchor, eigenfunction (graph and algorithm) and lssc keep a ``_target_`` as well: it is part
+of their recorded runs' config hashes, and it names the same class as the table (tests/test_config.py checks
+every yaml's route).
 """
 from __future__ import annotations
 

@@ -11,14 +11,17 @@ from helpers import CONF
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from lgcexp.algorithms import ALGORITHMS
+from lgcexp.algorithms import ALGORITHMS, GraphSSLAlgorithm
 from lgcexp.config import plan, to_container
 from lgcexp.data import DATA_SOURCES
-from lgcexp.graph import GRAPH_BUILDERS
+from lgcexp.data.source import DataSource
+from lgcexp.graph import GRAPH_BUILDERS, GraphBuilder
 from lgcexp.noise import NOISE_MODELS
+from lgcexp.noise.base import NoiseModel
 from lgcexp.params import constructor_defaults
 
 GROUPS = {"algo": ALGORITHMS, "dataset": DATA_SOURCES, "noise": NOISE_MODELS, "graph": GRAPH_BUILDERS}
+BASES = {"algo": GraphSSLAlgorithm, "dataset": DataSource, "noise": NoiseModel, "graph": GraphBuilder}
 
 
 def _yamls(group: str, conf: str = CONF) -> list[str]:
@@ -100,18 +103,41 @@ def test_every_registered_name_has_a_yaml_and_back(group):
     check_names_and_yamls(group)
 
 
-@pytest.mark.parametrize("group", sorted(GROUPS))
-def test_one_registration_route_for_built_ins(group):
-    """Every built-in yaml's name is in its stage's table; a built-in yaml that still names a ``_target_``
-    (kept: it is in its recorded runs' config hashes) names the table's class."""
+def check_registration_route(group: str, conf: str = CONF) -> None:
+    """Every yaml of the group names its class by a documented route (docs/architecture.md#registries): a
+    ``_target_`` naming a class of the stage's base, or a line in the stage's built-in table; where a yaml
+    has both (the built-ins whose ``_target_`` is in their recorded runs' config hashes), the same class."""
     from lgcexp.registry import import_target
 
-    for choice in _yamls(group):
-        raw = OmegaConf.to_container(OmegaConf.load(Path(CONF) / group / f"{choice}.yaml"), resolve=False)
+    for choice in _yamls(group, conf):
+        raw = OmegaConf.to_container(OmegaConf.load(Path(conf) / group / f"{choice}.yaml"), resolve=False)
         section = raw.get(group, raw) if group == "dataset" else raw
-        assert choice in GROUPS[group]._builtins, f"{group}/{choice}.yaml is not in the built-in table"
-        if "_target_" in section:
-            assert import_target(section["_target_"], "t") is GROUPS[group].get(choice)
+        target = section.get("_target_")
+        assert target or choice in GROUPS[group]._builtins, \
+            f"{group}/{choice}.yaml names no _target_ and is not in the built-in table"
+        cls = GROUPS[group].get(choice, target)
+        assert issubclass(cls, BASES[group]), f"{group}/{choice}.yaml: {cls} is not a {BASES[group].__name__}"
+        if target and choice in GROUPS[group]._builtins:
+            assert import_target(target, "t") is GROUPS[group].get(choice)
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_every_yaml_names_its_class_by_a_documented_route(group):
+    check_registration_route(group)
+
+
+def test_a_yaml_without_a_route_fails_the_route_check(tmp_path, monkeypatch):
+    import lgcexp.registry
+
+    (tmp_path / "noise").mkdir()
+    (tmp_path / "noise" / "uniform.yaml").write_text("name: uniform\nrate: 0.0\n")  # in the table: fine
+    (tmp_path / "noise" / "stray.yaml").write_text("name: stray\nrate: 0.0\n")      # neither route
+    monkeypatch.setattr(lgcexp.registry, "conf_dir", lambda: tmp_path)
+    with pytest.raises(AssertionError, match="noise/stray.yaml names no _target_"):
+        check_registration_route("noise", str(tmp_path))
+    (tmp_path / "noise" / "stray.yaml").write_text("_target_: lgcexp.graph.knn.KnnGraph\nname: stray\n")
+    with pytest.raises(AssertionError, match="is not a NoiseModel"):
+        check_registration_route("noise", str(tmp_path))
 
 
 @pytest.mark.parametrize("group,choice", [(g, c) for g in sorted(GROUPS) for c in _yamls(g)])
@@ -247,8 +273,8 @@ def _toy_package(tmp_path: Path) -> tuple[Path, Path]:
 def test_four_toys_run_and_pass_the_registry_checks_with_no_other_edit(tmp_path, monkeypatch, capsys):
     """A toy algorithm, noise model, graph builder and data set, one module and one yaml each: they run
     through the command together, and, once their yamls sit beside the built-in ones, they pass the same
-    registry checks as the built-ins (names and yamls, yaml defaults, composition, one estimator per
-    algorithm and scikit-learn's estimator checks) with no edit to any test or to lgcexp."""
+    registry checks as the built-ins (names and yamls, the registration route, yaml defaults, composition, one
+    estimator per algorithm and scikit-learn's estimator checks) with no edit to any test or to lgcexp."""
     import shutil
 
     from sklearn.utils.estimator_checks import check_estimator
@@ -276,6 +302,7 @@ def test_four_toys_run_and_pass_the_registry_checks_with_no_other_edit(tmp_path,
     monkeypatch.setattr(lgcexp.registry, "conf_dir", lambda: merged)
     for group in GROUPS:
         check_names_and_yamls(group, str(merged))
+        check_registration_route(group, str(merged))
     for rel in TOY_YAMLS:
         group, choice = rel.split("/")[0], Path(rel).stem
         check_yaml_defaults(group, choice, str(merged))
