@@ -42,7 +42,8 @@ def setup(dataset: str, noise: float = 0.6, seed: int = 0):
 
 
 def bench_pll(dataset: str, graph, labeled, power: bool) -> dict:
-    from lgcexp.algorithms.autol import AutoL, propagation_submatrix
+    from lgcexp.algorithms.autol import AutoL
+    from lgcexp.algorithms.propagation import propagation_submatrix
 
     alpha = AutoL().alpha
     out: dict = {}
@@ -63,7 +64,8 @@ def bench_pll(dataset: str, graph, labeled, power: bool) -> dict:
 
 
 def bench_optimisation(graph, split, n_classes: int, quick: bool, repeat: int) -> dict:
-    from lgcexp.algorithms.autol import AutoL, LooModel, loo_matrix, optimize_weights, propagation_submatrix
+    from lgcexp.algorithms.autol import AutoL, LooModel, loo_matrix, optimize_weights
+    from lgcexp.algorithms.propagation import propagation_submatrix
 
     P, _ = propagation_submatrix(graph.S, split.labeled, AutoL().alpha)
     A, _ = loo_matrix(P)

@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=str(OUT / "loo_scale.json"))
     a = ap.parse_args(argv)
 
-    from lgcexp.algorithms.autol import propagation_submatrix
     from lgcexp.algorithms.lgc import lgc_loo_probs
+    from lgcexp.algorithms.propagation import propagation_submatrix
     from lgcexp.graph import build_graph
     from lgcexp.issues.frames import detection_metrics
     from lgcexp.issues.judge import judge

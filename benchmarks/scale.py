@@ -103,7 +103,8 @@ def run_lgcexp(args: list[str], lock: bool, log: Path) -> tuple[dict, float, flo
 PLL_PROBE = """
 import json, sys, time
 import numpy as np
-from lgcexp.algorithms.autol import AutoL, propagation_submatrix
+from lgcexp.algorithms.autol import AutoL
+from lgcexp.algorithms.propagation import propagation_submatrix
 from lgcexp.cache import Cache
 from lgcexp.data.npyfile import NpyFile
 from lgcexp.graph.knn_approx import KnnApproxGraph

@@ -345,11 +345,6 @@ def check_labelled_set(p: RunPlan, y_lab: np.ndarray, n_classes: int, given: boo
             p.warn(f"noise.pca={pca}: the PCA is fitted on the {l} labelled points, so it keeps {l - 1} axes")
 
 
-def validate(cfg: Any) -> RunPlan:
-    """Alias of :func:`plan` (checks that need no data)."""
-    return plan(cfg)
-
-
 #: errors of a write the user can fix (permissions, a read-only or full file system, a file in the way)
 WRITE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
                           errno.EEXIST, errno.EISDIR})

@@ -24,10 +24,12 @@ the nested parameter (``algorithm__alpha=1.5 is not allowed: it must be a number
 
 The named classes (:class:`LGCClassifier`, :class:`AutoLClassifier`, ...; one per registered algorithm,
 made from the registry: :data:`ESTIMATORS`) only fix the default algorithm. They also take the algorithm's
-and the graph builder's parameters as keywords for backwards compatibility (``LGCClassifier(alpha=0.7,
-n_neighbors=8)``; ``n_neighbors`` is the kNN graph's ``k``, ``n_eigenfunctions`` the eigenfunction
-graph's), and ``set_params``/``GridSearchCV`` accept those names too; ``get_params`` reports the stage
-objects; ``max_iter`` (scikit-learn's glossary) is taken for an algorithm whose config key is ``maxiter``.
+and the graph builder's parameters as keywords, so that a named class reads like scikit-learn's own
+``LabelSpreading`` (``LGCClassifier(alpha=0.7, n_neighbors=8)``; ``n_neighbors`` is LabelSpreading's name for
+the kNN graph's ``k``, ``n_eigenfunctions`` the eigenfunction graph's), and ``set_params``/``GridSearchCV``
+accept those names too; ``get_params`` reports the stage objects. ``max_iter`` (scikit-learn's glossary name) is
+taken for an algorithm whose parameter is spelt ``maxiter``: that spelling is its yaml key, part of recorded
+runs' config hashes.
 ``LGCClassifier``'s default algorithm is ``LGC(stop="tol")``: its conjugate gradient runs to the
 relative residual ``tol`` (scikit-learn's meaning), while the command (and ``LGC()``) stops once every row's
 argmax is certified (``stop="argmax"``).
@@ -83,7 +85,7 @@ __all__ = ["GraphSSLClassifier", "ESTIMATORS", "expected_failed_checks", "label_
 
 #: the mark of an unlabelled point in ``y`` (scikit-learn's semi-supervised convention)
 UNLABELED = -1
-#: legacy keyword -> the graph builder's parameter, per builder (``LGCClassifier(n_neighbors=8)``)
+#: LabelSpreading's keyword -> the graph builder's parameter, per builder (``LGCClassifier(n_neighbors=8)``)
 _GRAPH_ALIASES = {"knn": {"n_neighbors": "k"}, "knn_approx": {"n_neighbors": "k"},
                   "eigenfunction": {"n_eigenfunctions": "k"}}
 
@@ -139,14 +141,14 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         "cache_dir": [None, str, os.PathLike],
     }
 
-    def __init__(self, algorithm=None, graph=None, *, detect=None, cache_dir=None, **legacy):
+    def __init__(self, algorithm=None, graph=None, *, detect=None, cache_dir=None, **stage_params):
         self.algorithm = algorithm
         self.graph = graph
         self.detect = detect
         self.cache_dir = cache_dir
-        if legacy:  # LGCClassifier(alpha=0.7, n_neighbors=8): the stage objects' own parameters
+        if stage_params:  # LGCClassifier(alpha=0.7, n_neighbors=8): the stage objects' own parameters
             try:
-                self._route(legacy)
+                self._route(stage_params)
             except Exception as exc:  # scikit-learn's rule: nothing raises in __init__; fit reports it
                 self._init_error = exc
 
@@ -189,7 +191,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         a_names = constructor_defaults(type(algo))
         g_names = constructor_defaults(type(builder))
         aliases = _GRAPH_ALIASES.get(builder.name, {})
-        # scikit-learn's glossary name for an algorithm whose config key is the older spelling
+        # scikit-learn's glossary name for an algorithm whose parameter (and yaml key, in recorded config hashes)
+        # is spelt maxiter
         a_alias = {"max_iter": "maxiter"} if "maxiter" in a_names and "max_iter" not in a_names else {}
         to_algo, to_graph = {}, {}
         for k, v in params.items():

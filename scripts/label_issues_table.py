@@ -95,7 +95,8 @@ def row(base: dict, detector: str, quality, is_issue, suggested, split, extra=No
 
 
 def one_run(ctx, dataset: str, noise: str, rate: float, seed: int, with_siis: bool) -> list[dict]:
-    from lgcexp.algorithms.autol import AutoL, cached_propagation_submatrix
+    from lgcexp.algorithms.autol import AutoL
+    from lgcexp.algorithms.propagation import cached_propagation_submatrix
     from lgcexp.labels import sample_and_corrupt
 
     p, data, graph, cache = ctx

@@ -11,12 +11,10 @@ from lgcexp.algorithms.autod import AutoD, ExactLOO, alpha_of_x, loo_curves, x_g
 from lgcexp.algorithms.autol import (
     AutoL,
     LooModel,
-    cached_submatrices,
     loo_matrix,
     optimize_weights,
-    propagation_submatrices,
-    propagation_submatrix,
 )
+from lgcexp.algorithms.propagation import cached_submatrices, propagation_submatrices, propagation_submatrix
 from lgcexp.cache import Cache
 from lgcexp.errors import UserError
 from lgcexp.solvers.shifted import shifted_solve

@@ -15,8 +15,8 @@ from lgcexp.algorithms.autol import (
     LooModel,
     loo_matrix,
     optimize_weights,
-    propagation_submatrix,
 )
+from lgcexp.algorithms.propagation import propagation_submatrix
 from lgcexp.errors import UserError
 from lgcexp.graph import Graph, build_affinity
 

@@ -22,7 +22,7 @@ from lgcexp.algorithms.autol import AutoL
 from lgcexp.cache import Cache, atomic_write_text, stable_hash
 from lgcexp.config import to_container
 from lgcexp.errors import UserError
-from lgcexp.graph import build_graph, unreached_mask
+from lgcexp.graph import build_graph
 from lgcexp.pipeline import format_summary, run
 from lgcexp.records import write_json
 from lgcexp.rundir import config_hash, run_dir_name
@@ -435,9 +435,9 @@ def _two_blobs():
 def test_unreached_mask_two_blobs():
     X, _ = _two_blobs()
     g, _ = build_graph(X, 3, 1.0)
-    mask = unreached_mask(g, np.array([3, 30]))
+    mask = g.unreached_mask(np.array([3, 30]))
     assert np.array_equal(mask, np.r_[np.zeros(40, bool), np.ones(6, bool)])
-    assert not unreached_mask(g, np.array([3, 41])).any()
+    assert not g.unreached_mask(np.array([3, 41])).any()
 
 
 def test_unreached_points_are_not_predicted_as_class_0(tmp_path):

@@ -471,7 +471,7 @@ def test_auto_judgement_is_autol_s_at_the_chosen_alpha():
     """algo=auto judges its labels as AutoL does, with the P_LL of the alpha it chose (so CLI auto runs write
     label_issues.csv and detect_* figures)."""
     from lgcexp.algorithms.auto import Auto
-    from lgcexp.algorithms.autol import propagation_submatrix
+    from lgcexp.algorithms.propagation import propagation_submatrix
 
     graph, _ = random_graph(n=40, k=5, seed=2)
     labeled = np.arange(0, 40, 3)

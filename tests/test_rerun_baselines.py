@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from lgcexp.algorithms.eigenfunction import Eigenfunction, EigenfunctionBuilder, EigenfunctionGraph, eigenfunctions_1d
+from lgcexp.algorithms.eigenfunction import Eigenfunction
 from lgcexp.algorithms.lgc import LGC
 from lgcexp.errors import UserError
 from lgcexp.evaluate import mark_unreached
@@ -18,6 +18,7 @@ from lgcexp.graph.anchor import (
     nearest_anchors,
     project_simplex,
 )
+from lgcexp.graph.eigenfunction import EigenfunctionBuilder, EigenfunctionGraph, eigenfunctions_1d
 from lgcexp.tables import run_method_name
 
 

@@ -7,8 +7,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from lgcexp.algorithms import propagation
-from lgcexp.algorithms.autol import propagation_submatrix
 from lgcexp.algorithms.lgc import lgc_loo_probs
+from lgcexp.algorithms.propagation import propagation_submatrix
 from lgcexp.errors import UserError
 from lgcexp.issues.judgement import graph_loo_probs
 from lgcexp.solvers import diagonal

@@ -31,7 +31,7 @@ Why this design (measured on ISOLET, docs/fidelity.md#auto):
 
 - every ``A_alpha`` is *exact*: the truncated spectral LOO is far from the exact one (relative error 0.67-0.88
   at alpha 0.9-0.99 with p = 300) and changes AutoD's choice. All grid P_LL's come from one multi-shift
-  conjugate gradient run (:func:`~lgcexp.algorithms.autol.propagation_submatrices`): the Krylov space of S
+  conjugate gradient run (:func:`~lgcexp.algorithms.propagation.propagation_submatrices`): the Krylov space of S
   is shared by every ``I - alpha S``, so the whole grid costs the sparse products of the largest alpha
   only, and each P_LL is cached under the same key AutoL uses for that alpha;
 - alternating alpha steps with omega steps, or a gradient on alpha, would need a new P_LL per step; the

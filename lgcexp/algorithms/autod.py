@@ -133,7 +133,7 @@ class SpectralLOO:
 class ExactLOO:
     """The same pieces as :class:`SpectralLOO` without truncation, for a fixed list of alphas
     (``algo.params.loo=exact``): ``P = (I - alpha S)^-1`` solved by multi-shift conjugate gradient
-    (:func:`lgcexp.algorithms.autol.propagation_submatrices`, one Krylov space for every alpha):
+    (:func:`lgcexp.algorithms.propagation.propagation_submatrices`, one Krylov space for every alpha):
 
     - ``s_i = P_ii`` from the l indicator columns, keeping only each column's own labelled entry;
     - ``G = P_LL Y_L = (P Y)_L`` from the c columns of ``Y`` (one-hot at the labelled rows, 0 elsewhere).

@@ -70,16 +70,7 @@ from ..graph import Graph
 from ..locations import env_switch
 from ..params import Boolean, Interval, Options, check_params, positive, unit_open
 from .base import GraphSSLAlgorithm, one_hot
-
-# P_LL and LGC propagation live in .propagation (shared with lgc and auto); the names stay importable here
-from .propagation import (  # noqa: F401
-    cached_propagation_submatrix,
-    cached_submatrices,
-    graph_degree,
-    lgc_propagate,
-    propagation_submatrices,
-    propagation_submatrix,
-)
+from .propagation import cached_propagation_submatrix, graph_degree, lgc_propagate
 
 log = logging.getLogger(__name__)
 

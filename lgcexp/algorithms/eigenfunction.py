@@ -13,19 +13,13 @@ import numpy as np
 
 from ..errors import UserError
 
-# the graph stage's names stay importable here: conf/graph/eigenfunction.yaml names
+# EigenfunctionBuilder is importable from here for one reason: conf/graph/eigenfunction.yaml names
 # lgcexp.algorithms.eigenfunction.EigenfunctionBuilder, a string in every recorded run's config hash
-from ..graph.eigenfunction import (  # noqa: F401
-    EigenfunctionBuilder,
-    EigenfunctionGraph,
-    EigenfunctionModel,
-    EigenfunctionReadout,
-    eigenfunctions_1d,
-    fit_eigenfunctions,
-    numerical_eigenfunctions,
-)
+from ..graph.eigenfunction import EigenfunctionBuilder, EigenfunctionGraph
 from ..params import positive
 from .base import GraphSSLAlgorithm, label_matrix
+
+__all__ = ["Eigenfunction", "EigenfunctionBuilder"]
 
 
 class Eigenfunction(GraphSSLAlgorithm):

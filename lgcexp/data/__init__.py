@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from lgcexp.errors import UserError
-from lgcexp.locations import DATA_DIR_ENV, DEFAULT_DATA_DIR, default_dir  # noqa: F401 (names kept for callers)
+from lgcexp.locations import default_dir
 
 from ..registry import Registry
 from .dataset import Dataset, make_dataset

@@ -10,7 +10,6 @@ from lgcexp.errors import UserError
 
 from ..params import Interval
 from .dataset import Dataset, make_dataset
-from .npzfile import NpzFile, load_npz  # noqa: F401  (moved to npzfile; kept importable from here)
 from .source import DataSource
 
 

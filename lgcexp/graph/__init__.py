@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 
 from ..registry import Registry
-from .base import Graph, GraphBuilder, check_graph_arrays, check_no_isolated_points, fingerprint, unreached_mask
+from .base import Graph, GraphBuilder, check_graph_arrays, check_no_isolated_points, fingerprint
 from .kernels import (
     KERNELS,
     LOCAL_SCALE,
@@ -36,22 +36,15 @@ from .kernels import (
 from .knn import (
     SYMMETRIZE,
     KnnGraph,
-    as_float32,
     build_affinity,
     build_graph,
     exact_search,
-    flat_index,
     graph_key,
-    import_faiss,
     knn_distance_matrix,
-    knn_query,
     knn_search,
-    openblas_coretype,
 )
+from .search import as_float32, flat_index, import_faiss, knn_query, openblas_coretype
 
-_faiss = import_faiss  # the name the estimators use
-
-_fingerprint = fingerprint  # the old private name
 log = logging.getLogger(__name__)
 
 #: config name -> graph builder class
@@ -68,5 +61,5 @@ __all__ = [
     "binary_weights", "build_affinity", "build_graph", "exact_search", "fingerprint", "gaussian_weights",
     "graph_key", "knn_distance_matrix", "knn_search", "local_scales", "self_tuning_weights",
     "sigma_mean_heuristic", "as_float32", "flat_index", "knn_query", "import_faiss", "openblas_coretype",
-    "check_graph_arrays", "check_no_isolated_points", "unreached_mask",
+    "check_graph_arrays", "check_no_isolated_points",
 ]

@@ -129,7 +129,7 @@ class GraphBuilder(Configurable):
 
     def _check_graph(self, graph: Graph) -> None:
         """Refuse non-finite weights. Points without an edge are legitimate in general (a mutual kNN graph,
-        a user's graph): they are logged, and predicted -1 unless labelled (see :func:`unreached_mask`).
+        a user's graph): they are logged, and predicted -1 unless labelled (see :meth:`Graph.unreached_mask`).
         Builders for which an isolated point can only mean underflowing weights refuse it (knn, union)."""
         check_no_isolated_points(graph, getattr(self, "sigma", None), allow_isolated=True)
 
@@ -177,8 +177,3 @@ def check_no_isolated_points(graph: Graph, sigma: float | str | None = None, all
             f"the graph leaves {n_bad} of {graph.n} points isolated (no edge: their neighbours' weights "
             f"exp(-d^2/(2 sigma^2)) underflow to 0 with {given}); increase graph.sigma or use graph.sigma=mean"
         )
-
-
-def unreached_mask(graph: Graph, labeled: np.ndarray) -> np.ndarray:
-    """:meth:`Graph.unreached_mask` (kept as a function for callers of the old name)."""
-    return graph.unreached_mask(labeled)

@@ -32,17 +32,7 @@ from .kernels import (
     self_tuning_weights,
     sigma_mean_heuristic,
 )
-from .search import (  # noqa: F401
-    as_float32,
-    drop_self,
-    faiss_exact_search,
-    flat_index,
-    gpu_search,
-    import_faiss,
-    knn_query,
-    on_device,
-    openblas_coretype,
-)
+from .search import as_float32, drop_self, faiss_exact_search, flat_index, gpu_search
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,8 @@ from .. import devices
 from ..errors import UserError
 from ..params import Interval, NoneValue, Options
 from ..preprocess import pca_axes
-from .knn import KnnGraph, drop_self, import_faiss
+from .knn import KnnGraph
+from .search import drop_self, import_faiss
 
 log = logging.getLogger(__name__)
 
