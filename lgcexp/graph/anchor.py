@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..cache import Cache, stable_hash
 from ..errors import UserError
 from ..params import Interval, Options
-from .base import Graph, GraphBuilder
+from .base import Graph, GraphBuilder, fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +94,6 @@ class AnchorGraph(Graph):
 
 
 # -- construction ----------------------------------------------------------------------------------------------
-
-def _fingerprint(X: np.ndarray) -> str:
-    """Content hash of the data (as lgcexp.graph's kNN builder computes it when none is given)."""
-    import hashlib
-
-    Xc = np.ascontiguousarray(X)
-    return hashlib.sha256(Xc.tobytes()).hexdigest() + f"{Xc.shape}{Xc.dtype}"
-
 
 def kmeans_anchors(X: np.ndarray, m: int, n_iter: int, seed: int) -> np.ndarray:
     """m k-means centres (faiss Lloyd iterations from a seeded random sample of points)."""
@@ -233,7 +225,7 @@ class AnchorGraphBuilder(GraphBuilder):
                            graph.Z)
 
     def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
-        fp = data_fingerprint or _fingerprint(X)
+        fp = data_fingerprint or fingerprint(X)
         params = {k: getattr(self, k) for k in self._parameter_constraints}
         key = stable_hash({"data": fp, "builder": "anchor", **params, "v": 1})
         m, s = int(self.n_anchors), int(self.s)

@@ -28,8 +28,7 @@ import scipy.linalg as sla
 
 from ..cache import Cache, stable_hash
 from ..params import Interval, positive
-from .anchor import _fingerprint
-from .base import Graph, GraphBuilder
+from .base import Graph, GraphBuilder, fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +203,7 @@ class EigenfunctionBuilder(GraphBuilder):
         return EigenfunctionReadout(graph.model, graph.U)
 
     def _build(self, X, *, cache, data_fingerprint) -> tuple[Graph, bool]:
-        fp = data_fingerprint or _fingerprint(X)
+        fp = data_fingerprint or fingerprint(X)
         params = {k: getattr(self, k) for k in self._parameter_constraints}
         key = stable_hash({"data": fp, "builder": "eigenfunction", **params, "v": 1})
         n = X.shape[0]
