@@ -158,3 +158,33 @@ def test_api_lists_every_estimator_as_the_registry_makes_them():
     assert list(ESTIMATORS) == list(ALGORITHMS.names())
     assert _block(ROOT / "docs" / "api.md", "estimators") == estimator_rows(), \
         "docs/api.md's estimator table differs from the registry; the expected table:\n" + estimator_rows()
+
+
+def _documented_commands() -> list[tuple[str, str]]:
+    """(page, command line) of every ``lgcexp ...`` line in a bash block of the README and docs/, but for
+    placeholders (``...``), a plug-in's search path and the Slurm launcher (they need what the reader has)."""
+    import shlex
+
+    out = []
+    for path in PAGES:
+        for block in re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split(" #")[0].strip()
+                if (line.startswith("lgcexp ") and "..." not in line and "hydra.searchpath" not in line
+                        and "hydra/launcher=slurm" not in line):
+                    out.append((path.relative_to(ROOT).as_posix(), shlex.split(line)[1:]))
+    return out
+
+
+def test_documented_commands_pass_the_preflight(monkeypatch, tmp_path):
+    from lgcexp.cli import preflight
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LGCEXP_OUTPUT_DIR", str(tmp_path / "out"))
+    commands = _documented_commands()
+    assert len([c for c in commands if c[0] == "README.md"]) >= 3
+    for page, args in commands:
+        try:
+            preflight(args)
+        except Exception as exc:  # noqa: BLE001 (the page and the line are what a reader needs)
+            raise AssertionError(f"{page}: lgcexp {' '.join(args)} -> {exc}") from None
