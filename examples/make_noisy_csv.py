@@ -1,4 +1,4 @@
-"""Write a small CSV with labels nobody has checked, to try a diagnosis run (README, "Your own data").
+"""Write a small CSV with labels nobody has checked, to try a diagnosis run (docs/usage.md, "Your own data").
 
 scikit-learn's handwritten digits (1797 points, 64 pixel columns p0..p63). The `label` column gives a
 label (the digit's name, "zero".."nine") to 200 random points and leaves the others empty; 20 of those

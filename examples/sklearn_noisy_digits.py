@@ -1,4 +1,4 @@
-"""scikit-learn's LabelSpreading vs lgcexp's AutoLClassifier on noisy labels (README, "scikit-learn estimators").
+"""scikit-learn's LabelSpreading vs lgcexp's AutoLClassifier on noisy labels (docs/api.md, "scikit-learn estimators").
 
 Digits: 10 % of the points keep a label, 20 % of those labels are flipped to another digit, the rest are -1.
 
