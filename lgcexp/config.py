@@ -89,6 +89,10 @@ def to_container(cfg: Any) -> dict[str, Any]:
 #: hash (and run directory) of every run that does not use them stays what it was
 NULL_DEFAULT_KEYS = ("class_priors", "pll_alphas")
 NULL_DEFAULT_LABEL_KEYS = ("per_class", "sets")
+#: ``detect.pred_probs``: a file of the user's out-of-fold probabilities (lgcexp.issues.pred_probs); not one of
+#: the judgement's options (:class:`lgcexp.issues.options.DetectOptions`) but an input, kept out of the
+#: semantic config while null
+PRED_PROBS_KEY = "pred_probs"
 
 
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +105,8 @@ def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
          and not (k == "features" and is_default(v)) and not (k in NULL_DEFAULT_KEYS and v is None)}
     if isinstance(c.get("labels"), dict):
         c["labels"] = {k: v for k, v in c["labels"].items() if not (k in NULL_DEFAULT_LABEL_KEYS and v is None)}
+    if isinstance(c.get("detect"), dict) and c["detect"].get(PRED_PROBS_KEY, 0) is None:
+        c["detect"] = {k: v for k, v in c["detect"].items() if k != PRED_PROBS_KEY}
     return c
 
 
@@ -119,6 +125,7 @@ class RunPlan:
     loss: str | None     # the loss the run used (methods that take one), else None
     detect: Any = None   # lgcexp.issues.options.DetectOptions (label issues of methods that judge labels)
     features: Any = None  # lgcexp.features.FeatureMap (the representation the graph is built on; raw by default)
+    pred_probs: str | None = None  # detect.pred_probs: a file of the user's out-of-fold probabilities
     #: what this run was warned about (logged, and recorded as ``warnings`` in result.json): :meth:`warn`
     warnings: list[str] = field(default_factory=list)
 
@@ -192,24 +199,35 @@ def plan(cfg: Any) -> RunPlan:
     algorithm = cls(**params)
     used_loss = params.get("loss") if cls.losses else None
     eig = {k: v for k, v in c["eig"].items() if k != "p"}
-    detect = _detect_options(c.get("detect"))
+    detect, pred_probs = _detect_options(c.get("detect"))
     features = _features(c.get("features"))
     return RunPlan(config=c, source=source, noise=noise, graph=graph, algorithm=algorithm, eig=eig,
                    seed=int(c["seed"]),
                    n_labels=None if c["labels"].get("n") is None or label_protocol(c) else int(c["labels"]["n"]),
-                   loss=used_loss, detect=detect, features=features)
+                   loss=used_loss, detect=detect, features=features, pred_probs=pred_probs)
 
 
-def _detect_options(section: Any) -> Any:
-    """The ``detect`` section (label issues) checked against its parameter table; absent: the defaults."""
+def _detect_options(section: Any) -> tuple[Any, str | None]:
+    """The ``detect`` section (label issues) checked against its parameter table; absent: the defaults. Returns
+    the options and ``detect.pred_probs`` (None, or the path of an existing file: a missing one is refused
+    here, before any work; its contents once the data is loaded, :func:`lgcexp.issues.pred_probs.run_pred_probs`)."""
     from .issues.options import DetectOptions
 
     if section is None:
-        return DetectOptions()
+        return DetectOptions(), None
     if not isinstance(section, dict):
         raise UserError(f"detect={fmt_value(section)} is not allowed: it must be a mapping of parameters")
+    section = dict(section)
+    pred_probs = section.pop(PRED_PROBS_KEY, None)
+    if pred_probs is not None:
+        from .data.own import existing_file
+
+        if not isinstance(pred_probs, str):
+            raise UserError(f"detect.pred_probs={fmt_value(pred_probs)} is not allowed: it must be the path of an "
+                            ".npy (n x c) or an .npz with an array 'pred_probs', or null")
+        existing_file("detect.pred_probs", pred_probs, "pred_probs.npy")
     DetectOptions.check_config(section)
-    return DetectOptions(**section)
+    return DetectOptions(**section), pred_probs
 
 
 def _features(section: Any) -> Any:

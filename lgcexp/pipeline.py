@@ -41,6 +41,9 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
     timer = StageTimer()
     with timer.stage("load"):
         data = load(p, paths)
+        # the user's out-of-fold probabilities (detect.pred_probs, or a dataset=npz array), checked before any
+        # heavy work by the one check of find_label_issues (lgcexp.issues.pred_probs)
+        pred_probs, pred_probs_source = run_pred_probs(p, data)
     with timer.stage("labels"):
         if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.issues.diagnosis)
             split = diagnosis.given_split(p, data)
@@ -57,7 +60,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                           cache=cache, data_fingerprint=feats.key or data.fingerprint(),
                           n_eigenpairs=p.n_eigenpairs or 0,
                           eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X,
-                          class_priors=p.config.get("class_priors"), pll_alphas=p.config.get("pll_alphas"))
+                          class_priors=p.config.get("class_priors"), pll_alphas=p.config.get("pll_alphas"),
+                          view=None if pred_probs is None else pred_probs[split.labeled])
     graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,
                                               fitted.issues)
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")
@@ -71,6 +75,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                               "cache_hit": feats.cache_hit, "params": p.features.get_params(), **feats.info}
     if data.has_given_labels:
         result.update(diagnosis.record_fields(p, data, split))
+    if pred_probs_source is not None:
+        result["detect_pred_probs"] = pred_probs_source
     if p.warnings:  # what the run was warned about (lgcexp.config.check_labelled_set)
         result["warnings"] = list(p.warnings)
     if out_dir is not None:
@@ -87,6 +93,18 @@ def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
                        y_given=data.y_observed)
     log.info("loaded %s: n=%d, d=%d, %d classes", data.name, data.n, data.X.shape[1], data.n_classes)
     return data
+
+
+def run_pred_probs(p: RunPlan, data: Dataset) -> tuple[np.ndarray | None, str | None]:
+    """:func:`lgcexp.issues.pred_probs.run_pred_probs` for this run (None, None where there are none, or the
+    method does not judge labels: the option is then refused before the run, :mod:`lgcexp.cli`)."""
+    from .config import judges_labels
+    from .issues.pred_probs import run_pred_probs as checked
+
+    if not judges_labels(p.algorithm):
+        return None, None
+    path = getattr(p.source, "path", None)
+    return checked(p.pred_probs, data, f"dataset.path={path}" if path else f"dataset={data.name}")
 
 
 def features(p: RunPlan, data: Dataset, split: LabelSplit, cache: Cache) -> Any:

@@ -272,9 +272,12 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
 
     # ---- fit ----------------------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, pred_probs=None):
         """Fit on X (n x d features; with ``graph="precomputed"`` the n x n affinity) and y (n labels, -1
-        for an unlabelled point). Returns self."""
+        for an unlabelled point). ``pred_probs``: (n x c) out-of-fold class probabilities of your own model
+        (column j: ``classes_[j]``), the second view of the label judgement instead of the feature view,
+        checked and used as :func:`lgcexp.issues.find_label_issues` does (:mod:`lgcexp.issues.pred_probs`;
+        only for a method that judges labels). Returns self."""
         if getattr(self, "_init_error", None) is not None:
             raise self._init_error
         algo = self._algorithm()
@@ -310,11 +313,23 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             why = dense_refusal(algo.name, labeled.size, "algorithm")
             if why:
                 raise ValueError(f"{type(self).__name__}: {why}")
+        view = None
+        if pred_probs is not None:
+            from .config import judges_labels
+            from .issues.pred_probs import check_pred_probs
+
+            if not judges_labels(algo):
+                raise ValueError(f"pred_probs: algorithm={algo.name} does not judge its labels (no label_issues_), "
+                                 "so it has no use for them; they are for the methods that do (e.g. lgc, autoL)")
+            try:
+                view = check_pred_probs(pred_probs, n, classes, rows=f"X has {n} rows")[labeled]
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
         build_options = {"adjacency": X} if pairwise else {}
         with on_maxiter("warn"):
             fitted = fit_on_graph(builder, algo, None if pairwise else X, labeled, y_enc, classes.size,
                                   cache=Cache(self.cache_dir), detect=detect, build_options=build_options,
-                                  features=None if pairwise else X)
+                                  features=None if pairwise else X, view=view)
         graph = fitted.graph
         self.classes_ = classes
         self.algorithm_ = algo

@@ -22,6 +22,9 @@ class Dataset:
     - `y` then holds the trusted clean label where the file has one and -1 where the truth is unknown
       (all -1 for a file without clean labels). It is only ever used for scoring.
     - `classes`: the original label values; `classes[k]` is class k as the file spells it (ints or strings).
+    - `pred_probs`: out-of-fold class probabilities of the user's own model (n, c), as the file holds them
+      (``dataset=npz`` array ``pred_probs``; checked when a run uses them,
+      :func:`lgcexp.issues.pred_probs.run_pred_probs`).
     """
 
     name: str
@@ -31,6 +34,7 @@ class Dataset:
     classes: np.ndarray | None = None
     labeled: np.ndarray | None = None
     y_observed: np.ndarray | None = None
+    pred_probs: np.ndarray | None = None
 
     @property
     def has_given_labels(self) -> bool:

@@ -8,7 +8,11 @@ Optional arrays make it a file with its own labelled set (a diagnosis run: nothi
 - ``labeled``: the file's labelled set, a boolean mask (n,) or integer row indices; ``y[labeled]`` are the
   given labels, taken as written (``y`` elsewhere is ignored);
 - ``y_clean`` (n,): trusted clean labels, used for scoring only, never for fitting; -1, NaN or an empty
-  string where the truth is unknown. It needs ``labeled``.
+  string where the truth is unknown. It needs ``labeled``;
+- ``pred_probs`` (n, c): out-of-fold class probabilities of the user's own model for the given labels
+  (column j: the j-th sorted label value), the second view of the label judgement instead of the feature
+  view (docs/label_issues.md#pred-probs; checked when the run starts,
+  :func:`lgcexp.issues.pred_probs.run_pred_probs`). It needs ``labeled``.
 
 Memory: the arrays of an npz written by ``np.savez`` are stored uncompressed, and ``X`` is then
 memory-mapped in place (numpy's ``np.load(mmap_mode=...)`` ignores npz files; this module maps the zip
@@ -89,7 +93,8 @@ def _labeled_mask(labeled: np.ndarray, n: int, p: str) -> np.ndarray:
 
 
 def load_npz(path: str | os.PathLike | None) -> Dataset:
-    """A user's npz: arrays ``X`` (n, d) and ``y`` (n,), optionally ``labeled`` and ``y_clean`` (module doc)."""
+    """A user's npz: arrays ``X`` (n, d) and ``y`` (n,), optionally ``labeled``, ``y_clean`` and ``pred_probs``
+    (module doc)."""
     if path is None or str(path) == "":
         raise UserError("dataset 'npz' needs a file: pass path=/path/to/file.npz (arrays X and y)")
     p = os.path.expanduser(os.fspath(path))
@@ -111,6 +116,7 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
             y = z["y"]
             labeled = z["labeled"] if "labeled" in found else None
             y_clean = z["y_clean"] if "y_clean" in found else None
+            pred_probs = z["pred_probs"] if "pred_probs" in found else None
     except UserError:
         raise
     except ValueError as e:
@@ -124,6 +130,9 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
         if y_clean is not None:
             raise UserError(f"{p}: has y_clean but no array 'labeled'; trusted clean labels go with the file's "
                             "own labelled set (array 'labeled'); without one, y holds the true labels")
+        if pred_probs is not None:
+            raise UserError(f"{p}: has pred_probs but no array 'labeled'; out-of-fold probabilities judge the "
+                            "file's own labelled set (array 'labeled'); without one, y holds the true labels")
         return make_dataset("npz", X, y, source=p)
     if np.ndim(y) != 1:
         raise UserError(f"{p}: y must be 1-D (n_samples,), got shape {np.shape(y)}")
@@ -135,7 +144,12 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
                         f"{int(np.flatnonzero(empty)[0])}); every row in 'labeled' needs a label")
     given = LabelColumn(parsed.values, mask, f"{p}: y[labeled]")
     clean = None if y_clean is None else parse_labels(y_clean, f"{p}: y_clean")
-    return make_own_dataset("npz", X, given=given, clean=clean, source=p)
+    data = make_own_dataset("npz", X, given=given, clean=clean, source=p)
+    if pred_probs is None:
+        return data
+    from dataclasses import replace
+
+    return replace(data, pred_probs=pred_probs)
 
 
 class NpzFile(DataSource):

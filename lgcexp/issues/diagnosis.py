@@ -431,6 +431,9 @@ def format_summary(r: dict[str, Any]) -> str:
         lines.append(f"  label issues: {r['n_label_issues']} of the {r['n_labeled']} given labels flagged "
                      f"(detect.cut={r.get('detect_cut')}; label_issues.csv: every given label, most suspicious first, "
                      "with a suggested label)")
+        if r.get("detect_pred_probs"):
+            lines.append(f"  second view: your out-of-fold probabilities ({r['detect_pred_probs']}; their argmax "
+                         f"agrees with {100 * (r.get('detect_feature_agreement') or 0):.1f}% of the labels kept)")
         other = f"the method's own argmax differs from {r['n_disagree']} labels"
         if r.get("detect_expected_issues") is not None:
             other += (f"; issue_probability sums to {r['detect_expected_issues']:.0f} (a sum of doubts, not a count "
