@@ -423,6 +423,9 @@ def test_find_label_issues_is_exported():
 
 def test_yaml_detect_defaults_equal_constructor_defaults():
     section = yaml.safe_load((Path(CONF) / "config.yaml").read_text())["detect"]
+    from lgcexp.config import PRED_PROBS_KEY
+
+    assert section.pop(PRED_PROBS_KEY) is None  # an input (a file), not an option of the judgement
     defaults = constructor_defaults(opts_mod.DetectOptions)
     assert section == defaults and set(defaults) == set(opts_mod.DetectOptions._parameter_constraints)
     for k, v in section.items():
