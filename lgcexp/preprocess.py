@@ -17,7 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
-__all__ = ["column_moments", "standardize", "pca_axes", "pca_transform", "fold_of", "fold_splits"]
+__all__ = ["column_moments", "unit_rows", "standardize", "pca_axes", "pca_transform", "fold_of", "fold_splits"]
 
 
 def column_moments(X: np.ndarray, rows: np.ndarray | None = None,
@@ -43,6 +43,27 @@ def column_moments(X: np.ndarray, rows: np.ndarray | None = None,
         m2 = m2 + m2b + delta * delta * (count * nb / total)
         count = total
     return mean, np.sqrt(m2 / max(count, 1))
+
+
+def unit_rows(X: np.ndarray, block: int = 16_384, key: str = "X") -> np.ndarray:
+    """The rows of X scaled to unit Euclidean length (the Euclidean distance of two such rows is
+    ``sqrt(2 - 2 cos)``, so their nearest neighbours are the cosine's). A new array of X's precision (float64
+    for float64 input, float32 otherwise), filled block by block with the norms in float64: a wide float32 X
+    (or a memory map) is never copied whole to float64, and X is never modified. A row of zeros has no
+    direction: refused in one line naming ``key``."""
+    from .errors import UserError
+
+    n, d = X.shape
+    out = np.empty((n, d), dtype=np.float64 if np.asarray(X[:0]).dtype == np.float64 else np.float32)
+    for start in range(0, n, block):
+        B = np.asarray(X[start:start + block])
+        norms = np.sqrt(np.einsum("ij,ij->i", B, B, dtype=np.float64))
+        zero = np.flatnonzero(norms == 0)
+        if zero.size:
+            raise UserError(f"{key}: row {start + int(zero[0])} is all zeros; the cosine metric needs every row to "
+                            "have a direction (drop such rows or use metric='euclidean')")
+        np.divide(B, norms[:, None], out=out[start:start + block], casting="unsafe")
+    return out
 
 
 def standardize(X: np.ndarray, dtype: type = np.float64) -> np.ndarray:

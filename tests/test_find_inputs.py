@@ -193,3 +193,79 @@ def test_the_estimator_leaves_a_precomputed_matrix_as_it_was():
     LGCClassifier(graph=PrecomputedGraph(diagonal="drop")).fit(W, labels)
     for b, a in zip(before, (W.data, W.indices, W.indptr, W.nnz)):
         assert np.array_equal(b, a)
+
+
+# --- metric="cosine": network embeddings (docs/label_issues.md#embeddings) -------------------------------------
+
+def _embedding_like(n=90, d=40, seed=0):
+    """Three classes of non-negative rows whose direction carries the class and whose length varies widely
+    (as a ReLU layer's activations do): Euclidean neighbours follow the length, cosine ones the direction."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n // 3)
+    centres = np.abs(rng.normal(size=(3, d))) * (rng.random((3, d)) < 0.4)
+    X = np.maximum(centres[y] + 0.3 * rng.normal(size=(n, d)), 0) * rng.uniform(0.2, 5.0, size=(n, 1))
+    return X.astype(np.float32), y
+
+
+def test_unit_rows_is_blockwise_keeps_float32_and_refuses_zero_rows():
+    from lgcexp.preprocess import unit_rows
+
+    X, _ = _embedding_like()
+    before = X.copy()
+    U = unit_rows(X, block=7)
+    assert U.dtype == np.float32 and np.array_equal(X, before)
+    np.testing.assert_allclose(U, X / np.linalg.norm(X.astype(np.float64), axis=1, keepdims=True), rtol=1e-6)
+    assert np.array_equal(U, unit_rows(X, block=1000))
+    assert unit_rows(X.astype(np.float64)).dtype == np.float64
+    X[5] = 0.0
+    with pytest.raises(UserError, match=r"^X: row 5 is all zeros; the cosine metric needs every row"):
+        unit_rows(X, block=4)
+
+
+def test_cosine_graph_equals_brute_force_cosine_knn():
+    from lgcexp.graph.knn import KnnGraph
+    from lgcexp.preprocess import unit_rows
+
+    X, _ = _embedding_like(n=60)
+    k, sigma = 6, 0.4
+    W = KnnGraph(k=k, sigma=sigma).build(unit_rows(X))[0].W.toarray()
+    X64 = X.astype(np.float64)
+    cos = (X64 @ X64.T) / np.outer(np.linalg.norm(X64, axis=1), np.linalg.norm(X64, axis=1))
+    np.fill_diagonal(cos, -np.inf)
+    near = np.argsort(-cos, axis=1, kind="stable")[:, :k]
+    A = np.zeros_like(cos, dtype=bool)
+    A[np.repeat(np.arange(60), k), near.ravel()] = True
+    A |= A.T  # the union graph
+    d2 = 2.0 - 2.0 * np.where(np.isfinite(cos), cos, 1.0)
+    expected = np.where(A, np.exp(-d2 / (2 * sigma**2)), 0.0)
+    assert np.array_equal(W > 0, A)
+    np.testing.assert_allclose(W, expected, atol=1e-5)
+    # and it is not the Euclidean graph of the rows as given
+    assert not np.array_equal(KnnGraph(k=k, sigma=sigma).build(X)[0].W.toarray() > 0, A)
+
+
+def test_metric_cosine_judges_directions():
+    X, y = _embedding_like(seed=1)
+    labels = y.copy()
+    labels[[4, 40, 70]] = (labels[[4, 40, 70]] + 1) % 3
+    cos = find_label_issues(X, labels, metric="cosine", method="lgc")
+    scaled = X * np.random.default_rng(2).uniform(0.1, 10.0, size=(X.shape[0], 1)).astype(np.float32)
+    pd.testing.assert_frame_equal(cos, find_label_issues(scaled, labels, metric="cosine", method="lgc"),
+                                  check_exact=False, atol=1e-5)
+    by_hand = X.astype(np.float64) / np.linalg.norm(X.astype(np.float64), axis=1, keepdims=True)
+    pd.testing.assert_frame_equal(cos, find_label_issues(by_hand, labels, method="lgc"), check_exact=False, atol=1e-5)
+    assert set(cos.loc[cos["is_label_issue"], "index"]) == {4, 40, 70}
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"metric": "manhattan"}, r"^metric='manhattan' is not allowed: choose one of euclidean, cosine"),
+    ({"metric": "cosine", "X": None, "pred_probs": "P"}, r"^metric='cosine' needs the features X"),
+])
+def test_bad_metric_one_line(kw, match):
+    X, y = _embedding_like()
+    P = np.eye(3)[y] * 0.9 + 0.1 / 3
+    args = {"X": X, **kw}
+    if args.get("pred_probs") == "P":
+        args["pred_probs"] = P
+    with pytest.raises(UserError, match=match):
+        find_label_issues(labels=y, **args)

@@ -20,11 +20,14 @@ from .views import knn_oof_probs
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BASELINE_METHODS", "default_method", "find_label_issues"]
+__all__ = ["BASELINE_METHODS", "METRICS", "default_method", "find_label_issues"]
 
 
 #: ``method`` values of :func:`find_label_issues` besides the registered algorithms that judge labels
 BASELINE_METHODS = ("knn",)
+
+#: ``metric`` values of :func:`find_label_issues`: how the neighbours of X are found
+METRICS = ("euclidean", "cosine")
 
 
 def default_method(n_labeled: int, n: int) -> str:
@@ -88,7 +91,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
                       cut: str | None = None, features: bool = True, folds: int = 5, min_agreement: float = 0.8,
                       threshold: float = 0.5, min_per_class: int = 1, k: int = 10, sigma: float | str = "mean",
                       unlabeled_value: Any = -1, clean_labels: Any = None, cache: Any = None,
-                      evidence: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+                      evidence: bool = False,
+                      metric: str = "euclidean") -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
 
     What a user brings (docs/label_issues.md):
@@ -102,7 +106,10 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     - ``pred_probs``: (n, c) out-of-fold probabilities of the user's own model (:mod:`lgcexp.issues.pred_probs`;
       column j is the j-th sorted label value). Alone, they are the judgement (ranked by self-confidence,
       ``cut="count"``); with ``X`` or ``graph`` they are the second view beside the graph's evidence, instead
-      of the feature view.
+      of the feature view;
+    - ``metric``: how the neighbours of ``X`` are found, ``euclidean`` (default) or ``cosine`` (the rows scaled
+      to unit length first, :func:`lgcexp.preprocess.unit_rows`, for every use of X: the graph, the feature
+      view, ``method="knn"``). Measured on network embeddings (docs/label_issues.md#embeddings).
 
     ``labels``: one value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no
     label. ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see
@@ -144,8 +151,16 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
         raise UserError(f"evidence={evidence!r} is not allowed: use True or False")
     if not isinstance(features, (bool, np.bool_)):
         raise UserError(f"features={features!r} is not allowed: use True or False")
+    if metric not in METRICS:
+        raise UserError(f"metric={metric!r} is not allowed: choose one of {', '.join(METRICS)}")
     if X is not None:
         X = _features(X, n)
+        if metric == "cosine":
+            from ..preprocess import unit_rows
+
+            X = unit_rows(X)
+    elif metric != "euclidean":
+        raise UserError(f"metric={metric!r} needs the features X (it says how their neighbours are found)")
     P = None
     if pred_probs is not None:
         from .pred_probs import check_pred_probs
