@@ -88,6 +88,21 @@ def test_npz_array_and_path_option_judge_as_find_label_issues(tmp_path):
     assert not np.allclose(u["label_quality"], cli["label_quality"])
 
 
+def test_a_partly_labelled_file_reads_the_labelled_rows(tmp_path):
+    X, labels, y, P, _ = _problem()
+    given = np.arange(0, y.size, 2)  # every other row labelled; pred_probs still has a row per point
+    np.savez(tmp_path / "h.npz", X=X, y=labels, labeled=given, pred_probs=P)
+    r = run(make_cfg("dataset=npz", f"dataset.path={tmp_path}/h.npz", "algo=lgc", tmp=tmp_path), out_dir=tmp_path / "h")
+    assert r["n_labeled"] == given.size
+    cli = _cli_frame({"_out_dir": tmp_path / "h"})
+    part = np.full(y.size, -1)
+    part[given] = labels[given]
+    api = find_label_issues(X, part, method="lgc", pred_probs=P).sort_values("index").reset_index(drop=True)
+    assert np.array_equal(cli["index"], given) and np.array_equal(cli["index"], api["index"])
+    assert np.array_equal(cli["is_label_issue"], api["is_label_issue"])
+    np.testing.assert_allclose(cli["label_quality"], api["label_quality"], rtol=1e-9, atol=1e-12)
+
+
 def test_without_pred_probs_the_record_is_unchanged(tmp_path):
     bare, _ = _write(tmp_path, "bare.npz", with_probs=False)
     r = run(make_cfg("dataset=npz", f"dataset.path={bare}", "algo=lgc", tmp=tmp_path))
