@@ -49,7 +49,9 @@ Fitted attributes: ``classes_``, ``transduction_`` (the method's label for every
 ``n_iter_``, ``graph_`` (:class:`lgcexp.graph.Graph`), ``graph_builder_`` and ``algorithm_`` (the fitted
 stage objects), ``sigma_`` (the Gaussian kernel's width as used, else None), and for methods that judge
 their labels ``label_quality_``, ``issue_probability_``, ``label_issues_`` and ``suggested_labels_`` (one
-entry per row of X; NaN, NaN, False and -1 at unlabelled rows). New points (``predict``, ``predict_proba``)
+entry per row of X; NaN, NaN, False and -1 at unlabelled rows); ``fit(X, y, pred_probs=P)`` judges them with
+your model's out-of-fold probabilities as the second view, as ``find_label_issues`` and the command's
+``detect.pred_probs`` do (docs/label_issues.md#pred-probs). New points (``predict``, ``predict_proba``)
 are placed by the graph builder's own rule (:meth:`lgcexp.graph.GraphBuilder.extension`): the kernel-weighted
 vote of the kNN neighbours (scikit-learn's ``LabelSpreading`` rule), a new point's anchor codes, the eigenfunctions read
 at the point, or (precomputed) the (m, n_train) affinities of the new points to the training points; a builder
