@@ -162,7 +162,8 @@ def test_api_lists_every_estimator_as_the_registry_makes_them():
 
 def _documented_commands() -> list[tuple[str, str]]:
     """(page, command line) of every ``lgcexp ...`` line in a bash block of the README and docs/, but for
-    placeholders (``...``), a plug-in's search path and the Slurm launcher (they need what the reader has)."""
+    placeholders (``...``, the reader's own files ``mine*``), a plug-in's search path and the Slurm launcher
+    (they need what the reader has)."""
     import shlex
 
     out = []
@@ -170,7 +171,8 @@ def _documented_commands() -> list[tuple[str, str]]:
         for block in re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
             for line in block.replace("\\\n", " ").splitlines():
                 line = line.split(" #")[0].strip()
-                if (line.startswith("lgcexp ") and "..." not in line and "hydra.searchpath" not in line
+                if (line.startswith("lgcexp ") and "..." not in line and "=mine" not in line
+                        and "hydra.searchpath" not in line
                         and "hydra/launcher=slurm" not in line):
                     out.append((path.relative_to(ROOT).as_posix(), shlex.split(line)[1:]))
     return out
