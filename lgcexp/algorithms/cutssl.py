@@ -13,7 +13,7 @@ labelled rows clamped to their one-hot labels ``Y_L`` and ``X`` (M x c) the unla
 i.e. the cut ``tr(U^T L U)/2`` of the whole labelling, each unlabelled row a point of the simplex, each class
 given its size ``n b_j`` (labels included). ``s > 0`` makes the objective concave along the simplex's faces,
 which pushes the minimiser to a vertex (an integral labelling). ADMM on the split ``X = Y``, ``Y >= 0``
-(scaled dual ``Λ``, penalty ``rho``; the authors' code has ``rho = 1``):
+(scaled dual ``Λ``, penalty ``rho``):
 
     X <- argmin_{X 1 = 1, X^T 1 = m} 1/2 tr(X^T A_s X) - tr(B^T X) + rho/2 ||X - Y + Λ||^2
        = H^-1 (R - 1 mu1^T - mu2 1^T),   H = A_s + rho I,   R = B + rho (Y - Λ),
@@ -33,6 +33,14 @@ same point). Scores: ``Y`` on the unlabelled rows (non-negative, rows near the s
 labels on the labelled rows. ``priors``: ``uniform`` (default), ``labels`` or a list of c class fractions (the
 authors' experiments give the true class fractions). H is positive definite when ``s max d < rho`` (and in
 practice well beyond it on kNN graphs); CG is stopped at ``tol`` (relative residual).
+
+Penalty ``rho``: ``"degree"`` (default) sets it to the graph's largest weighted degree ``max_i d_i`` (all n
+points), or a positive number. The authors' code has ``rho = 1``, which suits their graphs' weight scale but not
+every graph's: the problem's minimiser does not change when W is multiplied by a constant while the ADMM with a
+fixed ``rho`` does. On digits' 10-NN self-tuning graph (degrees 2.3-12.1) ``rho = 1`` left ``max|X - Y|`` at
+0.26-2.3 after the 500 steps (seed 0; mean accuracy 49-62 %); ``rho = max d`` brings it to 1e-3 or less (60
+fits) with several times fewer CG iterations. ``rho = max d`` also makes H positive definite for every ``s < 1``
+(``H >= rho I - s D_UU >= (1 - s) max d I``), and with it the iterates are invariant to W's scale.
 """
 from __future__ import annotations
 
@@ -64,14 +72,15 @@ def affine_x_step(solve, R: np.ndarray, g: np.ndarray, h: np.ndarray, m: np.ndar
 
 class CutSSL(GraphSSLAlgorithm):
     """CutSSL (module docstring). Parameters: ``s`` and ``iterations`` (the stages: perturbation and ADMM
-    steps of each), ``rho`` (ADMM penalty), ``priors`` (class sizes), ``tol``/``maxiter`` (each CG solve).
-    After ``fit``, ``X_`` holds the last X iterate (unlabelled rows in index order; ``scores_`` has Y)."""
+    steps of each), ``rho`` (ADMM penalty: ``"degree"``, the graph's largest weighted degree, or a positive
+    number), ``priors`` (class sizes), ``tol``/``maxiter`` (each CG solve). After ``fit``, ``X_`` holds the last
+    X iterate (unlabelled rows in index order; ``scores_`` has Y) and ``info_["rho"]`` the penalty used."""
 
     name = "cutssl"
     _parameter_constraints = {
         "s": [Array(Interval("real", 0, 1, closed="left"), "a list of numbers in [0, 1)", 1)],
         "iterations": [Array(Interval("int", 1, None), "a list of positive integers", 1)],
-        "rho": [positive()],
+        "rho": [Options(("degree",)), positive()],
         "priors": [Options(("uniform", "labels")), Array(Interval("real", 0, None), "a list of class fractions", 1)],
         "tol": [positive()],
         "maxiter": [positive("int")],
@@ -79,7 +88,7 @@ class CutSSL(GraphSSLAlgorithm):
     quick_params = {"iterations": [10, 20]}
 
     def __init__(self, s: list[float] = [0.0, 0.1], iterations: list[int] = [100, 400],  # noqa: B006 (never mutated)
-                 rho: float = 1.0, priors="uniform", tol: float = 1e-6, maxiter: int = 20_000):
+                 rho: float | str = "degree", priors="uniform", tol: float = 1e-6, maxiter: int = 20_000):
         self.s = s
         self.iterations = iterations
         self.rho = rho
@@ -109,7 +118,10 @@ class CutSSL(GraphSSLAlgorithm):
         Mn = idx.size
         W = sp.csr_matrix(graph.W, dtype=np.float64)
         W_uu = W[idx][:, idx].tocsr()
-        d_u = np.asarray(W.sum(axis=1)).ravel()[idx]
+        d = np.asarray(W.sum(axis=1)).ravel()
+        d_u = d[idx]
+        rho = float(d.max()) if self.rho == "degree" else float(self.rho)
+        self.info_["rho"] = rho
         Y_l = one_hot(y_labeled, c)
         B = W[idx][:, labeled] @ Y_l
         b = prior_vector(self.priors, y_labeled, c)
@@ -138,7 +150,7 @@ class CutSSL(GraphSSLAlgorithm):
         steps = 0
         residual = 0.0
         for s, T in zip(self.s, self.iterations):
-            diag = (1.0 - s) * d_u + self.rho
+            diag = (1.0 - s) * d_u + rho
             solve = solver(diag)
             g, it = solve(np.ones((Mn, 1)))
             cg_total += it
@@ -147,7 +159,7 @@ class CutSSL(GraphSSLAlgorithm):
             Lam = np.zeros_like(X)
             Y = np.maximum(X, 0.0)
             for _ in range(int(T)):
-                X, it = affine_x_step(solve, B + self.rho * (Y - Lam), g, h, m, X0=X)
+                X, it = affine_x_step(solve, B + rho * (Y - Lam), g, h, m, X0=X)
                 cg_total += it
                 Y = np.maximum(X + Lam, 0.0)
                 Lam += X - Y
