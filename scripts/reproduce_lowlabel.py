@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Run the low-label experiments and rebuild their tables: ``make reproduce-lowlabel`` (``--quick``: the
-digits-size experiments and raw MNIST only, minutes on 2 cores).
+digits-size experiments and raw MNIST only, minutes on 2 cores; ``--algo NAME ...``: only those methods' runs, in
+the experiments whose sweep has them, e.g. after a method's default changed).
 
 Each experiment is an ordinary lgcexp sweep (``conf/experiment/lowlabel_*.yaml``; resumable: finished runs are
 skipped) into ``results/lowlabel/runs/<experiment>/``, timed here; ``lgcexp-tables --lowlabel`` then merges the
@@ -24,21 +25,54 @@ QUICK = ["lowlabel_digits", "lowlabel_digits_noise", "lowlabel_mnist_raw"]
 FULL = QUICK + ["lowlabel_isolet_noise", "lowlabel_mnist", "lowlabel_mnist_mbo", "lowlabel_mnist_noise"]
 
 
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def sweep_algos(experiment: str) -> list[str]:
+    """The methods an experiment sweeps over (its ``hydra.sweeper.params.algo``), in order."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+    return [a.strip() for a in str(cfg.hydra.sweeper.params.algo).split(",")]
+
+
+def plan(experiments: list[str], algos: list[str] | None) -> list[tuple[str, list[str] | None]]:
+    """(experiment, methods to rerun or None for all) of each experiment to run; with ``algos``, only the
+    experiments whose sweep has one of them. An ``algos`` entry in none of the experiments is an error."""
+    if algos is None:
+        return [(e, None) for e in experiments]
+    swept = {e: sweep_algos(e) for e in experiments}
+    known = sorted({a for v in swept.values() for a in v})
+    for a in algos:
+        if a not in known:
+            raise SystemExit(f"reproduce_lowlabel: --algo {a} is not allowed: the experiments run here sweep "
+                             f"{', '.join(known)}")
+    return [(e, [a for a in v if a in algos]) for e, v in swept.items() if any(a in algos for a in v)]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="only the experiments that run in minutes: " + ", ".join(QUICK))
     ap.add_argument("--only", nargs="*", choices=FULL, default=None)
+    ap.add_argument("--algo", nargs="+", default=None, metavar="NAME",
+                    help="rerun only these methods' runs (in the experiments whose sweep has them); the other "
+                         "committed rows of runs.csv are kept")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("LGCEXP_JOBS", "2")))
     a = ap.parse_args()
-    experiments = a.only or (QUICK if a.quick else FULL)
+    try:
+        todo = plan(a.only or (QUICK if a.quick else FULL), a.algo)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
     results = Path(os.environ.get("LGCEXP_RESULTS_DIR", "results"))
     env = {**os.environ, "LGCEXP_RESULTS_DIR": str(results), "LGCEXP_JOBS": str(a.jobs)}
     if a.jobs > 1:  # one BLAS thread per worker: parallel workers already fill the cores
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
     timings = []
-    for exp in experiments:
-        cmd = ["lgcexp", f"experiment={exp}"]
+    for exp, algos in todo:
+        cmd = ["lgcexp", f"experiment={exp}"] + ([f"algo={','.join(algos)}"] if algos else [])
         print("+", " ".join(cmd), flush=True)
         t0 = time.perf_counter()
         rc = subprocess.call(cmd, env=env)

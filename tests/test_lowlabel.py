@@ -139,6 +139,18 @@ def test_experiments_sweep_into_their_own_folder(experiment):
     assert cfg.graph.k == 10 and cfg.graph.kernel == "self_tuning"
 
 
+def test_algo_option_reruns_only_the_experiments_that_sweep_it():
+    """``--algo cutssl``: the two digits experiments (the only ones whose sweep has CutSSL), each with only
+    ``algo=cutssl``; a method no experiment sweeps is refused with its name."""
+    assert reproduce_lowlabel.plan(reproduce_lowlabel.FULL, ["cutssl"]) == [
+        ("lowlabel_digits", ["cutssl"]), ("lowlabel_digits_noise", ["cutssl"])]
+    assert reproduce_lowlabel.plan(["lowlabel_mnist_raw", "lowlabel_digits"], ["poisson", "wnll"]) == [
+        ("lowlabel_mnist_raw", ["poisson"]), ("lowlabel_digits", ["poisson", "wnll"])]
+    assert reproduce_lowlabel.plan(["lowlabel_mnist"], None) == [("lowlabel_mnist", None)]
+    with pytest.raises(SystemExit, match=r"^reproduce_lowlabel: --algo wnll is not allowed: .*cutssl"):
+        reproduce_lowlabel.plan(["lowlabel_digits_noise"], ["wnll"])
+
+
 def test_vae_recipe_and_its_recorded_cache_key():
     """The codes' recipe of lowlabel_mnist.yaml and the features cache key its header records."""
     text = (ROOT / "conf" / "experiment" / "lowlabel_mnist.yaml").read_text()
