@@ -39,7 +39,9 @@ points), or a positive number. The authors' code has ``rho = 1``, which suits th
 every graph's: the problem's minimiser does not change when W is multiplied by a constant while the ADMM with a
 fixed ``rho`` does. On digits' 10-NN self-tuning graph (degrees 2.3-12.1) ``rho = 1`` left ``max|X - Y|`` at
 0.26-2.3 after the 500 steps (seed 0; mean accuracy 49-62 %); ``rho = max d`` brings it to 1e-3 or less (60
-fits) with several times fewer CG iterations. ``rho = max d`` also makes H positive definite for every ``s < 1``
+fits) with several times fewer CG iterations. On raw MNIST's 10-NN self-tuning graph (max d 18.1; 1 label per
+class, seed 0) ``rho = 1`` ended at ``max|X - Y|`` 3.6 and 8 % accuracy (11,802 CG iterations), ``rho = max d``
+at 1.7e-3 and 85.2 % (1,867). ``rho = max d`` also makes H positive definite for every ``s < 1``
 (``H >= rho I - s D_UU >= (1 - s) max d I``), and with it the iterates are invariant to W's scale.
 """
 from __future__ import annotations
