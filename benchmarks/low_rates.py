@@ -1,15 +1,18 @@
 """The count of wrong labels and the flags at low noise rates (0.5-5 %, every point labelled) beside 10-40 %.
 Not a test.
 
-Per data set (``digits``: scikit-learn's; ``isolet``: lgcexp's data directory), noise model (uniform, idn,
+Per data set (``digits``: scikit-learn's; ``isolet``: lgcexp's data directory; ``mnist_test``: MNIST's 10,000
+test images, judged with the image view, :mod:`lgcexp.issues.image_view`), noise model (uniform, idn,
 confusion), rate and seed, the same noisy labels judged by:
 
 - ``lgcexp``: ``find_label_issues(X, labels)``'s stages and defaults (the graph's leave-one-out and the
-  out-of-fold feature view, ``cut=consensus``), and the same views cut at the estimated count (``cut=count``:
-  the estimate's lowest-quality labels) and by the count's own rule (``clear``: every view names the same
-  other class clearly, :func:`lgcexp.issues.count.clear_classes`);
+  out-of-fold feature view — the image view where the rows are images —, ``cut=consensus``), and the same
+  views cut at the estimated count (``cut=count``: the estimate's lowest-quality labels) and by the count's
+  own rule (``clear``: every view names the same other class clearly, :func:`lgcexp.issues.count.clear_classes`);
 - ``graph alone``: the same fit's leave-one-out without the feature view (``cut=suggested``);
-- ``10-NN + CL``: out-of-fold 10-NN frequencies with confident learning's ``prune_by_noise_rate``.
+- ``10-NN + CL``: out-of-fold 10-NN frequencies with confident learning's ``prune_by_noise_rate``;
+- ``view + CL``: the tool's own feature view (its out-of-fold probabilities) with confident learning's
+  ``prune_by_noise_rate``.
 
 Columns: F1 of each, the estimated count (``estimated_issues``, :mod:`lgcexp.issues.count`) and the truth.
 A second table: the flagged labels that were flipped and those that were clean, and how many of each
@@ -43,7 +46,19 @@ def flags(df, n: int) -> np.ndarray:
     return out
 
 
-def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray) -> dict:
+#: data sets whose rows are images: their shape
+IMAGE_SHAPES = {"mnist_test": (28, 28)}
+
+
+def load_cells(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) of ``name``: :func:`benchmarks.common.load`, ``mnist_test``: MNIST's last 10,000 points."""
+    if name == "mnist_test":
+        X, y = load("mnist")
+        return X[-10_000:], y[-10_000:]
+    return load(name)
+
+
+def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape: tuple | None = None) -> dict:
     """Every rule on one fit: the command's stages with ``find_label_issues``' defaults for a fully labelled
     set (LGC on the kNN graph, the out-of-fold feature view), the cuts applied to the same views."""
     from lgcexp import find_label_issues
@@ -58,7 +73,7 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray) -> dict:
     labeled = np.arange(n)
     t0 = time.perf_counter()
     J = fit_on_graph(KnnGraph(k=10, sigma="mean"), make_algorithm(default_method(n, n), {}), X, labeled, y_obs, c,
-                     features=X).issues
+                     features=X, image_shape=image_shape).issues
     seconds = time.perf_counter() - t0
     views = [J.evidence] + ([J.feature_view] if J.features else [])
     named = clear_classes(views, y_obs)
@@ -69,6 +84,8 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray) -> dict:
             "f1_lgcexp_clear": f1_of(clear, wrong),
             "f1_graph_alone": f1_of(decide(J.evidence, y_obs, "suggested"), wrong),
             "f1_knn_cl": f1_of(knn["is_label_issue"].to_numpy(), wrong),
+            "f1_view_cl": f1_of(decide(J.feature_view, y_obs, "prune_by_noise_rate"), wrong) if J.features else
+            float("nan"), "feature_model": J.feature_model,
             "flagged": int(J.is_issue.sum()), "flagged_clear": int(clear.sum()), "estimated": int(J.estimated_issues),
             "truth": int(wrong.sum()), "feature_view": bool(J.features),
             # wrong versus ambiguous: how the flipped and the clean flagged labels are typed
@@ -90,14 +107,14 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for name in a.datasets:
-        X, y = load(name)
+        X, y = load_cells(name)
         c = int(y.max()) + 1
         for noise in a.noises:
             for rate in a.rates:
                 for seed in range(a.seeds):
                     y_obs, flipped = make_noise(noise, rate=rate).corrupt(y, c, seed, X=X)
                     r = {"dataset": name, "noise": noise, "rate": rate, "seed": seed,
-                         **judge_cell(X, np.asarray(y_obs), np.asarray(flipped, dtype=bool))}
+                         **judge_cell(X, np.asarray(y_obs), np.asarray(flipped, dtype=bool), IMAGE_SHAPES.get(name))}
                     rows.append(r)
                     print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
                     write_rows(rows, Path(a.out) / "low_rates.csv")
@@ -105,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     md = ["# Counts and flags at low noise rates (every point labelled)", "", f"{h['date']}, {h['machine']}, "
           f"{a.seeds} seed(s)", "",
           "| data | noise | rate | truth | estimated | / truth | flagged (consensus) | F1 consensus | F1 cut=count "
-          "| flagged (clear) | F1 clear | F1 graph alone | F1 10-NN + CL |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| flagged (clear) | F1 clear | F1 graph alone | F1 10-NN + CL | F1 view + CL |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {noise: i for i, noise in enumerate(a.noises)}
     keys = sorted({(r["dataset"], r["noise"], r["rate"]) for r in rows}, key=lambda k: (k[0], order[k[1]], k[2]))
     for key in keys:
@@ -115,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         md.append(f"| {key[0]} | {key[1]} | {key[2]:g} | {m['truth']:.0f} | {m['estimated']:.0f} | "
                   f"{m['estimated'] / max(m['truth'], 1):.2f} | {m['flagged']:.0f} | {m['f1_lgcexp']:.3f} | "
                   f"{m['f1_lgcexp_count']:.3f} | {m['flagged_clear']:.0f} | {m['f1_lgcexp_clear']:.3f} | "
-                  f"{m['f1_graph_alone']:.3f} | {m['f1_knn_cl']:.3f} |")
+                  f"{m['f1_graph_alone']:.3f} | {m['f1_knn_cl']:.3f} | {m['f1_view_cl']:.3f} |")
     md += ["", "## Wrong versus ambiguous (issue_type of the flagged labels, summed over the cells)", "",
            "| data | flipped labels flagged | of them typed wrong | clean labels flagged | of them typed wrong |",
            "|---|---|---|---|---|"]

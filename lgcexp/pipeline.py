@@ -61,7 +61,8 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
                           n_eigenpairs=p.n_eigenpairs or 0,
                           eig_options=p.eig, detect=p.detect, progress=p.progress, timer=timer, features=X,
                           class_priors=p.config.get("class_priors"), pll_alphas=p.config.get("pll_alphas"),
-                          view=None if pred_probs is None else pred_probs[split.labeled])
+                          view=None if pred_probs is None else pred_probs[split.labeled],
+                          image_shape=data.image_shape if feats.key is None else None)  # pixels: the image view
     graph, graph_hit, eig, eig_hit, issues = (fitted.graph, fitted.graph_hit, fitted.eig, fitted.eig_hit,
                                               fitted.issues)
     log.info("graph: %d edges, sigma=%.6g (%s)", graph.n_edges, graph.sigma, "cached" if graph_hit else "built")

@@ -53,7 +53,7 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
                  eig_options: Mapping[str, Any] | None = None, detect: Any = None, progress: bool = False,
                  timer: StageTimer | None = None, build_options: Mapping[str, Any] | None = None,
                  features: Any = None, class_priors: Any = None, pll_alphas: Any = None,
-                 view: Any = None) -> FittedStages:
+                 view: Any = None, image_shape: Any = None) -> FittedStages:
     """Build the graph of ``X`` with ``builder``, compute the Laplacian eigenpairs the method needs
     (``n_eigenpairs``, default ``algorithm.required_eigenpairs()``; ``eig_options`` the ``eig`` section),
     fit ``algorithm`` on (``labeled``, ``y_labeled``) and judge the labels (``detect`` options; the labelled
@@ -61,7 +61,9 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
     volume label projection every method can take (:mod:`lgcexp.priors`; None: none). ``pll_alphas``: rates
     solved with every P_LL the method needs (the ``pll_alphas`` option; None: its own only). ``view``: a
     user's out-of-fold class distribution of the labelled points (``pred_probs``), the second view of the
-    judgement instead of the feature view (:func:`lgcexp.issues.judge.judge`).
+    judgement instead of the feature view (:func:`lgcexp.issues.judge.judge`). ``image_shape``: where the rows of
+    ``features`` are flattened images, their shape (the feature view is then the image view,
+    :mod:`lgcexp.issues.image_view`).
 
     Times the stages ``graph``, ``eig``, ``optimize`` and ``evaluate`` (the judgement) on ``timer``.
     ``algorithm`` and ``builder`` are fitted in place."""
@@ -82,5 +84,5 @@ def fit_on_graph(builder: Any, algorithm: Any, X: Any, labeled: np.ndarray, y_la
                       class_priors=class_priors, features=features, pll_alphas=pll_alphas)
     with timer.stage("evaluate"):
         issues = label_issues.judge_labels(algorithm.label_judgement(), np.asarray(labeled), y_labeled, graph.n,
-                                           detect, features, view=view)
+                                           detect, features, view=view, image_shape=image_shape)
     return FittedStages(graph, graph_hit, eig, eig_hit, algorithm, issues)

@@ -25,6 +25,10 @@ class Dataset:
     - `pred_probs`: out-of-fold class probabilities of the user's own model (n, c), as the file holds them
       (``dataset=npz`` array ``pred_probs``; checked when a run uses them,
       :func:`lgcexp.issues.pred_probs.run_pred_probs`).
+
+    `image_shape`: (height, width) or (height, width, channels) where each row of X is a flattened image
+    (MNIST: 28 x 28), else None; it makes the label-issue feature view the image view
+    (:mod:`lgcexp.issues.image_view`).
     """
 
     name: str
@@ -35,6 +39,7 @@ class Dataset:
     labeled: np.ndarray | None = None
     y_observed: np.ndarray | None = None
     pred_probs: np.ndarray | None = None
+    image_shape: tuple | None = None
 
     @property
     def has_given_labels(self) -> bool:
@@ -138,7 +143,7 @@ def continuous_labels(values: np.ndarray, key: str) -> None:
                     "continuous, and class labels must be ints or strings (a regression target is not a label)")
 
 
-def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
+def make_dataset(name: str, X, y, *, source: str | None = None, image_shape: tuple | None = None) -> Dataset:
     """Check X and y, remap labels to 0..c-1 (sorted unique), and build a Dataset.
 
     Raises UserError (one line, starting with `source`) for wrong shapes, NaN/Inf
@@ -168,4 +173,5 @@ def make_dataset(name: str, X, y, *, source: str | None = None) -> Dataset:
     if classes.size < 2:
         found = f" ({classes[0]!r})" if classes.size else ""
         raise UserError(f"{source}: y has {classes.size} distinct label(s){found}; need at least 2 classes")
-    return Dataset(name=name, X=X, y=y_idx.reshape(-1).astype(np.int64), n_classes=int(classes.size), classes=classes)
+    return Dataset(name=name, X=X, y=y_idx.reshape(-1).astype(np.int64), n_classes=int(classes.size), classes=classes,
+                   image_shape=image_shape)

@@ -42,6 +42,8 @@ ARRAY_SHA256 = {
     "y": "671ff9d70b4811116d55c3dd479efa7a981e2e62753ef7a6d5c15fea81e63d27",
 }
 N_FEATURES = 784
+#: each row is a 28 x 28 image
+IMAGE_SHAPE = (28, 28)
 CLASS_COUNTS = (6903, 7877, 6990, 7141, 6824, 6313, 6876, 7293, 6825, 6958)  # train + test
 
 
@@ -57,7 +59,7 @@ def load(data_dir: Path, download: bool) -> Dataset:
 
     def make() -> Dataset:
         X, y = read(path)
-        return make_dataset("mnist", X.astype(np.float32), y, source=str(path))
+        return make_dataset("mnist", X.astype(np.float32), y, source=str(path), image_shape=IMAGE_SHAPE)
 
     # a sweep worker reads the file once (lgcexp.memo: read again when the file changes)
     return memo.memoised("dataset", "mnist", path, make)[0]

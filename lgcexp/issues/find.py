@@ -70,20 +70,32 @@ def _builder(X: Any, graph: Any, n: int, k: int, sigma: float | str) -> tuple[An
     return builder, {}
 
 
-def _features(X: Any, n: int) -> Any:
-    """X checked (2-D, finite, n rows; never copied or modified), or a one-line refusal naming ``X``."""
+def _features(X: Any, n: int, image_shape: Any = None) -> tuple[Any, Any]:
+    """X checked (2-D, finite, n rows; never copied or modified) and the images' shape — ``image_shape`` as
+    given, or X's own for images given as an (n, h, w) or (n, h, w, channels) array, which is read as rows of
+    flattened images (a view, not a copy) —, or a one-line refusal naming ``X`` or ``image_shape``."""
     import scipy.sparse as sp
 
     from ..data.dataset import check_features
     from ..errors import UserError
+    from .image_view import check_image_shape
 
     if sp.issparse(X):
         raise UserError("X: a scipy sparse matrix is not allowed; give dense features (X.toarray() where it "
                         "fits) or the affinity matrix as graph=")
+    if getattr(X, "ndim", 2) in (3, 4):
+        own = tuple(int(s) for s in X.shape[1:])
+        size = int(np.prod(own))
+        if image_shape is not None and check_image_shape(image_shape, size) != check_image_shape(own, size):
+            raise UserError(f"image_shape={tuple(image_shape)} does not match X's images {own}")
+        image_shape = own
+        X = X.reshape(X.shape[0], -1)
     X = check_features(X, "X")
+    if image_shape is not None:
+        check_image_shape(image_shape, X.shape[1])
     if X.shape[0] != n:
         raise UserError(f"X has {X.shape[0]} rows but labels has {n} values; they must be equal")
-    return X
+    return X, image_shape
 
 
 def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_probs: Any = None,
@@ -92,14 +104,17 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
                       threshold: float = 0.5, min_per_class: int = 1, k: int = 10, sigma: float | str = "mean",
                       unlabeled_value: Any = -1, clean_labels: Any = None, cache: Any = None,
                       evidence: bool = False,
-                      metric: str = "euclidean") -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+                      metric: str = "euclidean",
+                      image_shape: Any = None) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Which given labels look wrong, and what they should be: a DataFrame shaped like ``label_issues.csv``.
 
     What a user brings (docs/label_issues.md):
 
-    - ``X``: (n, d) features: a ``k``-nearest-neighbour graph with Gaussian weights (width ``sigma``) is built
-      from them, fitted by ``method`` and judged with the out-of-fold feature view (the command's stages,
-      :func:`lgcexp.stages.fit_on_graph`);
+    - ``X``: (n, d) features — or images: (n, h, w) or (n, h, w, channels), or (n, d) rows of flattened images
+      with ``image_shape=(h, w[, channels])``, whose feature view is then the image view
+      (:mod:`lgcexp.issues.image_view`) —: a ``k``-nearest-neighbour graph with Gaussian weights (width
+      ``sigma``) is built from them, fitted by ``method`` and judged with the out-of-fold feature view (the
+      command's stages, :func:`lgcexp.stages.fit_on_graph`);
     - ``graph``: a symmetric (n x n) affinity matrix (sparse or dense) or a :class:`lgcexp.graph.Graph`,
       checked by the rules of ``graph=precomputed`` (:class:`lgcexp.graph.precomputed.PrecomputedGraph`,
       self-loops dropped), instead of the kNN graph;
@@ -154,13 +169,15 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     if metric not in METRICS:
         raise UserError(f"metric={metric!r} is not allowed: choose one of {', '.join(METRICS)}")
     if X is not None:
-        X = _features(X, n)
+        X, image_shape = _features(X, n, image_shape)
         if metric == "cosine":
             from ..preprocess import unit_rows
 
             X = unit_rows(X)
     elif metric != "euclidean":
         raise UserError(f"metric={metric!r} needs the features X (it says how their neighbours are found)")
+    elif image_shape is not None:
+        raise UserError("image_shape needs the images' pixels as X")
     P = None
     if pred_probs is not None:
         from .pred_probs import check_pred_probs
@@ -222,7 +239,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
             if type(algorithm).label_judgement is GraphSSLAlgorithm.label_judgement:
                 raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
             fitted = fit_on_graph(builder, algorithm, X, labeled, y, c, cache=cache, detect=opts,
-                                  build_options=build_options, features=X, view=P)
+                                  build_options=build_options, features=X, view=P, image_shape=image_shape)
             judged, W = fitted.issues, fitted.graph.W
             if judged is None:
                 raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
@@ -239,6 +256,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     df.attrs["estimated_issues"] = judged.estimated_issues  # the estimated number of wrong labels (the one count)
     df.attrs["expected_issues"] = judged.expected_issues  # the sum of issue_probability (a sum of doubts)
     df.attrs["method"] = method
+    df.attrs["feature_model"] = judged.feature_model  # the second view's model (None: none was used)
     if evidence:
         from .explain import evidence_frame
 

@@ -13,7 +13,7 @@ from .count import estimate_wrong_labels
 from .cuts import decide, issue_probability
 from .judgement import LabelJudgement, label_quality, suggested_labels
 from .options import DetectOptions
-from .views import choose_feature_model, combine_views, feature_probs, view_rows
+from .views import RowSubset, choose_feature_model, combine_views, feature_probs, view_rows
 
 __all__ = ["JudgedLabels", "judge", "judge_labels", "judge_run"]
 
@@ -69,12 +69,13 @@ def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions
 
 
 def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOptions | Mapping[str, Any] | None = None,
-          X: np.ndarray | None = None, feature_model: str = "lda",
-          view: np.ndarray | None = None) -> JudgedLabels | None:
+          X: Any = None, feature_model: str = "lda",
+          view: np.ndarray | None = None, image_shape: Any = None) -> JudgedLabels | None:
     """Quality, suggestion and decision from a method's judgement under the ``detect`` options (None when
     the method does not judge labels). ``X``: the features of the labelled points (same order as ``y``), for
     the feature view; None (or ``features=false``) leaves it out; ``feature_model``: its model
-    (:data:`FEATURE_MODELS`; the callers pick it by :func:`choose_feature_model`). ``view``: an out-of-fold
+    (:data:`FEATURE_MODELS`; the callers pick it by :func:`choose_feature_model`; ``image_shape``: the images'
+    shape for ``cnn``). ``view``: an out-of-fold
     distribution of the labelled points given by the user (``pred_probs``, :mod:`lgcexp.issues.pred_probs`),
     taken as the second view instead of fitting one on ``X`` (no agreement gate: it is the user's model; its
     agreement is still recorded). ``cut=method`` falls back to
@@ -95,7 +96,8 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
         views.append(fp)
     elif opts.features and X is not None and y.size:
         own_issue = suggested_labels(evidence, y) != y
-        fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds, model=feature_model)
+        fp = feature_probs(X, y, n_classes, ~own_issue, folds=opts.folds, model=feature_model,
+                           image_shape=image_shape)
         if fp is not None and (~own_issue).any():
             agreement = float(np.mean(fp.argmax(axis=1)[~own_issue] == y[~own_issue]))
             if agreement >= opts.min_agreement:
@@ -120,19 +122,22 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
 
 def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.ndarray, n: int,
                  options: DetectOptions | Mapping[str, Any] | None = None, X: Any = None,
-                 view: np.ndarray | None = None) -> JudgedLabels | None:
+                 view: np.ndarray | None = None, image_shape: Any = None) -> JudgedLabels | None:
     """:func:`judge` of a method's judgement of the ``labeled`` points among ``n`` (the one entry of the
     command, the estimators and :func:`lgcexp.issues.find.find_label_issues`): the feature view reads the
     labelled rows of ``X`` (all the data's features, or None) through :func:`view_rows` (a large or
     memory-mapped X is never copied whole) and its model is chosen by the labelled share
-    (:func:`choose_feature_model`); ``view``: the user's out-of-fold distribution of the labelled points
-    instead (:func:`judge`)."""
+    (:func:`choose_feature_model`: ``image_shape``, where X's rows are flattened images, makes it the image
+    view, which reads the rows a batch at a time through :class:`RowSubset`); ``view``: the user's out-of-fold
+    distribution of the labelled points instead (:func:`judge`)."""
     if judgement is None:
         return None
     opts = _options(options)
-    model = choose_feature_model(len(labeled), n)
-    Xl = view_rows(X, labeled, standardize=model != "mlp") if opts.features and view is None else None
-    return judge(judgement, y, opts, X=Xl, feature_model=model, view=view)
+    model = choose_feature_model(len(labeled), n, None if X is None else image_shape)
+    Xl = None
+    if opts.features and view is None and X is not None:
+        Xl = RowSubset(X, labeled) if model == "cnn" else view_rows(X, labeled, standardize=model != "mlp")
+    return judge(judgement, y, opts, X=Xl, feature_model=model, view=view, image_shape=image_shape)
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,

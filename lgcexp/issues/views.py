@@ -18,7 +18,7 @@ from .out_of_fold import oof_logistic_probs, oof_mlp_probs, out_of_fold_probs
 
 __all__ = ["MAX_FEATURES", "FEATURE_MODELS", "LOGISTIC_PCA", "FULL_LABELLED_SHARE", "shrinkage_lda",
            "choose_feature_model", "feature_probs", "combine_views", "knn_oof_probs", "knn_oof_from_neighbors",
-           "project_rows", "view_rows"]
+           "project_rows", "view_rows", "RowSubset"]
 
 #: above this many features, the feature view first projects the labelled rows on their leading principal
 #: axes (a d x d covariance would not fit otherwise)
@@ -54,7 +54,7 @@ def shrinkage_lda(Z_train: np.ndarray, y_train: np.ndarray, Z_test: np.ndarray, 
 
 
 #: feature models of the feature view (:func:`feature_probs`)
-FEATURE_MODELS = ("lda", "logistic", "mlp")
+FEATURE_MODELS = ("lda", "logistic", "mlp", "cnn")
 
 
 #: principal axes the logistic and mlp feature views project on first (where there are more features)
@@ -66,15 +66,34 @@ LOGISTIC_PCA = 50
 FULL_LABELLED_SHARE = 0.5
 
 
-def choose_feature_model(n_labeled: int, n: int) -> str:
-    """``mlp`` (:func:`oof_mlp_probs`) where at least :data:`FULL_LABELLED_SHARE` of the points are labelled,
-    else ``lda`` (chosen against ``logistic`` on ``idn`` and ``confusion`` noise with every point labelled,
-    digits, ISOLET and MNIST: docs/label_issues.md#realistic)."""
-    return "mlp" if n and n_labeled >= FULL_LABELLED_SHARE * n else "lda"
+def choose_feature_model(n_labeled: int, n: int, image_shape: Any = None) -> str:
+    """``mlp`` (:func:`oof_mlp_probs`) where at least :data:`FULL_LABELLED_SHARE` of the points are labelled —
+    ``cnn`` (:func:`lgcexp.issues.image_view.oof_cnn_probs`) instead where the rows are images
+    (``image_shape`` given) —, else ``lda`` (chosen against ``logistic`` on ``idn`` and ``confusion`` noise with
+    every point labelled, digits, ISOLET and MNIST: docs/label_issues.md#realistic)."""
+    if not (n and n_labeled >= FULL_LABELLED_SHARE * n):
+        return "lda"
+    return "mlp" if image_shape is None else "cnn"
 
 
-def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarray | None = None, *,
-                  folds: int = 5, seed: int = 0, model: str = "lda") -> np.ndarray | None:
+class RowSubset:
+    """The rows ``rows`` of X as an array-like that reads only what is indexed (``subset[idx]`` is
+    ``X[rows[idx]]``), so the image view reads a memory-mapped X a batch at a time."""
+
+    def __init__(self, X: Any, rows: np.ndarray):
+        self.X, self.rows = X, np.asarray(rows, dtype=np.int64)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.rows.size), int(self.X.shape[1]))
+
+    def __getitem__(self, idx: Any) -> np.ndarray:
+        block = self.X[self.rows[idx]]
+        return np.asarray(block.toarray() if hasattr(block, "toarray") else block)
+
+
+def feature_probs(X: Any, y: np.ndarray, n_classes: int, train: np.ndarray | None = None, *,
+                  folds: int = 5, seed: int = 0, model: str = "lda", image_shape: Any = None) -> np.ndarray | None:
     """Out-of-fold class probabilities from the features alone (the *feature view*).
 
     A linear discriminant analysis with a Ledoit-Wolf shrunk covariance (:func:`shrinkage_lda`) on the
@@ -86,10 +105,16 @@ def feature_probs(X: np.ndarray, y: np.ndarray, n_classes: int, train: np.ndarra
     fitted (a fold whose training labels hold fewer than two classes). ``model="logistic"``: a multinomial
     logistic regression instead (:func:`oof_logistic_probs`, on :data:`LOGISTIC_PCA` principal axes), on the
     same folds and training labels; ``model="mlp"``: a small neural network on the same axes
-    (:func:`oof_mlp_probs`)."""
+    (:func:`oof_mlp_probs`); ``model="cnn"``: a convolutional network on the pixels (X: rows of flattened
+    images of ``image_shape``, e.g. a :class:`RowSubset`; :func:`lgcexp.issues.image_view.oof_cnn_probs`)."""
 
     y = np.asarray(y, dtype=np.int64)
     l = y.size
+    if model == "cnn":
+        from .image_view import oof_cnn_probs
+
+        return oof_cnn_probs(X, np.arange(l), y, n_classes, image_shape, folds=folds, seed=seed, train=train,
+                             strict=True)
     if model in ("logistic", "mlp"):
         oof = oof_logistic_probs if model == "logistic" else oof_mlp_probs
         return oof(X, y, n_classes, folds=folds, pca=LOGISTIC_PCA, seed=seed, train=train, strict=True)
