@@ -6,6 +6,7 @@ Modules, bottom up (a module imports only those above it in this list):
   algorithms import);
 - :mod:`.options`: the ``detect`` options;
 - :mod:`.out_of_fold`: out-of-fold classifiers (also used by the classifier-confusion noise model);
+- :mod:`.image_view`: the image view, an out-of-fold convolutional network on the pixels;
 - :mod:`.views`: the feature view and the k-NN baseline's probabilities;
 - :mod:`.count`: the one count of wrong labels and the cut at it;
 - :mod:`.cuts`: confident learning, the issue probability, the decision rules;
