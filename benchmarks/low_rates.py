@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", nargs="+", type=float, default=list(RATES))
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--no-image-view", action="store_true",
+                    help="judge image data with the network on principal axes (the view before the image view)")
     a = ap.parse_args(argv)
     from lgcexp.noise import make_noise
 
@@ -114,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                 for seed in range(a.seeds):
                     y_obs, flipped = make_noise(noise, rate=rate).corrupt(y, c, seed, X=X)
                     r = {"dataset": name, "noise": noise, "rate": rate, "seed": seed,
-                         **judge_cell(X, np.asarray(y_obs), np.asarray(flipped, dtype=bool), IMAGE_SHAPES.get(name))}
+                         **judge_cell(X, np.asarray(y_obs), np.asarray(flipped, dtype=bool),
+                                      None if a.no_image_view else IMAGE_SHAPES.get(name))}
                     rows.append(r)
                     print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
                     write_rows(rows, Path(a.out) / "low_rates.csv")

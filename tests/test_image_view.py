@@ -113,3 +113,30 @@ def test_image_shape_against_the_images_own_and_without_x(digits):
     with pytest.raises(UserError, match="image_shape needs"):
         find_label_issues(labels=y, pred_probs=P, image_shape=(8, 8))
     assert check_image_shape((8, 8), 64) == (8, 8, 1)
+
+
+def test_an_npz_of_images_runs_the_command_with_the_image_view(digits, tmp_path):
+    """dataset=npz with X (n, 8, 8): loaded as rows of 64 pixels, its shape recorded, judged by the image view;
+    the same npz flattened keeps the network on principal axes."""
+    import json
+
+    from helpers import make_cfg
+
+    from lgcexp.data import load_dataset
+    from lgcexp.pipeline import run
+
+    X, y = digits
+    yn = y.copy()
+    yn[:6] = (y[:6] + 1) % 10
+    np.savez(tmp_path / "img.npz", X=X.reshape(-1, 8, 8), y=yn, labeled=np.ones(y.size, dtype=bool))
+    np.savez(tmp_path / "flat.npz", X=X, y=yn, labeled=np.ones(y.size, dtype=bool))
+    data = load_dataset("npz", path=str(tmp_path / "img.npz"))
+    assert data.image_shape == (8, 8) and data.X.shape == (300, 64)
+    assert np.array_equal(np.asarray(data.X), X)
+    models = {}
+    for name in ("img", "flat"):
+        r = run(make_cfg("dataset=npz", f"dataset.path={tmp_path}/{name}.npz", "algo=lgc", tmp=tmp_path),
+                out_dir=tmp_path / name)
+        models[name] = r["detect_feature_model"]
+        assert json.loads((tmp_path / name / "result.json").read_text())["detect_feature_model"] == models[name]
+    assert models == {"img": "cnn", "flat": "mlp"}

@@ -1,4 +1,6 @@
-"""``dataset=npz``: a user's ``.npz`` with arrays ``X`` (n, d) and ``y`` (n,).
+"""``dataset=npz``: a user's ``.npz`` with arrays ``X`` (n, d) and ``y`` (n,). An ``X`` of images, (n, h, w) or
+(n, h, w, channels), is read as rows of flattened pixels and its image shape recorded (the label-issue feature
+view is then the image view, :mod:`lgcexp.issues.image_view`).
 
 Without more arrays, ``y`` holds the true labels (ints or strings, remapped to 0..c-1) and labels are
 sampled and corrupted as for the built-in sets (``labels.n``, ``noise.*``).
@@ -126,6 +128,10 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
+    image_shape = None
+    if np.ndim(X) in (3, 4):  # images (n, h, w[, channels]): rows of flattened pixels (a view, not a copy)
+        image_shape = tuple(int(v) for v in np.shape(X)[1:])
+        X = X.reshape(np.shape(X)[0], -1)
     if labeled is None:
         if y_clean is not None:
             raise UserError(f"{p}: has y_clean but no array 'labeled'; trusted clean labels go with the file's "
@@ -133,7 +139,7 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
         if pred_probs is not None:
             raise UserError(f"{p}: has pred_probs but no array 'labeled'; out-of-fold probabilities judge the "
                             "file's own labelled set (array 'labeled'); without one, y holds the true labels")
-        return make_dataset("npz", X, y, source=p)
+        return make_dataset("npz", X, y, source=p, image_shape=image_shape)
     if np.ndim(y) != 1:
         raise UserError(f"{p}: y must be 1-D (n_samples,), got shape {np.shape(y)}")
     mask = _labeled_mask(labeled, int(np.shape(y)[0]), p)
@@ -145,11 +151,9 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
     given = LabelColumn(parsed.values, mask, f"{p}: y[labeled]")
     clean = None if y_clean is None else parse_labels(y_clean, f"{p}: y_clean")
     data = make_own_dataset("npz", X, given=given, clean=clean, source=p)
-    if pred_probs is None:
-        return data
     from dataclasses import replace
 
-    return replace(data, pred_probs=pred_probs)
+    return replace(data, pred_probs=pred_probs, image_shape=image_shape)
 
 
 class NpzFile(DataSource):
