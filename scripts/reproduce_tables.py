@@ -13,9 +13,10 @@ import platform
 import shutil
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from lgcexp.reproduce import experiment_env, run_commands
 
 EXPERIMENTS = ["table_isolet", "table_mnist", "figure2"]
 
@@ -27,20 +28,10 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("LGCEXP_JOBS", "2")))
     a = ap.parse_args()
     results = Path(os.environ.get("LGCEXP_RESULTS_DIR", "results/quick" if a.quick else "results"))
-    env = {**os.environ, "LGCEXP_RESULTS_DIR": str(results), "LGCEXP_JOBS": str(a.jobs)}
-    if a.jobs > 1:  # one BLAS thread per worker: parallel workers already fill the cores
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    timings = []
-    for exp in a.only:
-        cmd = ["lgcexp", f"experiment={exp}"]
-        if a.quick and exp != "figure2":
-            cmd.append("seed=range(3)")
-        print("+", " ".join(cmd), flush=True)
-        t0 = time.perf_counter()
-        rc = subprocess.call(cmd, env=env)
-        timings.append((" ".join(cmd), time.perf_counter() - t0, rc))
-        if rc != 0:
-            print(f"reproduce_tables: {exp} exited with {rc}; continuing with the tables", file=sys.stderr)
+    env = experiment_env(results, a.jobs)
+    quick = ["seed=range(3)"] if a.quick else []
+    timings = run_commands([["lgcexp", f"experiment={exp}"] + (quick if exp != "figure2" else []) for exp in a.only],
+                           env, "reproduce_tables")
     tables = results / "tables"
     tables.mkdir(parents=True, exist_ok=True)
     fig = results / "figure2"
