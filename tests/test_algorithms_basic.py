@@ -85,3 +85,35 @@ def test_bad_algorithm_params():
         make_algorithm("nope", {})
     with pytest.raises(UserError, match="algo.params.beta is not a parameter of algo=lgc; allowed: alpha"):
         make_algorithm("lgc", {"beta": 1})
+
+
+def _registered():
+    from lgcexp.algorithms import ALGORITHMS
+
+    return list(ALGORITHMS.names())
+
+
+@pytest.mark.parametrize("name", _registered())
+def test_every_algorithm_gives_the_same_scores_twice(name):
+    """Deterministic: two fits of every registered method on the same graph and labels give the same scores, bit
+    for bit (the estimators' check_fit_idempotent compares predictions only)."""
+    from lgcexp.graph import build_graph
+    from lgcexp.spectral import laplacian_eigenpairs
+
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 1, (30, 3)), rng.normal(4, 1, (30, 3))])
+    labeled, y = np.array([0, 5, 10, 30, 35, 40]), np.array([0, 0, 0, 1, 1, 1])
+    from lgcexp.algorithms.eigenfunction import EigenfunctionBuilder
+    from lgcexp.anchor import AnchorGraphBuilder
+
+    builders = {"lssc": AnchorGraphBuilder(n_anchors=8), "eigenfunction": EigenfunctionBuilder(k=10, n_bins=10)}
+    g = builders[name].build(X)[0] if name in builders else build_graph(X, 5, "mean", "union")[0]
+    runs = []
+    for _ in range(2):
+        algo = make_algorithm(name)
+        p = algo.required_eigenpairs()
+        eig = laplacian_eigenpairs(g, min(p, 20))[0] if p else None
+        if p:
+            algo.set_params(**{k: 20 for k in ("p", "m") if k in algo.get_params()})
+        runs.append(np.asarray(algo.fit(g, labeled, y, 2, eig=eig, features=X).scores_))
+    assert np.array_equal(runs[0], runs[1])

@@ -95,14 +95,6 @@ def test_defaults_keep_the_constraints_and_labels():
     assert np.allclose(pri.scores_[unl].sum(0), 60 * np.array([0.5, 0.25, 0.25]) - np.bincount(YL), atol=1e-5)
 
 
-def test_cutssl_is_deterministic():
-    g, _ = random_graph(50, 4, seed=2)
-    lab, y = np.array([0, 12, 25, 37]), np.array([0, 1, 0, 1])
-    a = make_algorithm("cutssl").fit(g, lab, y, 2).scores_
-    b = make_algorithm("cutssl").fit(g, lab, y, 2).scores_
-    assert np.array_equal(a, b)
-
-
 def test_stage_lengths_must_agree():
     with pytest.raises(UserError, match=r"^algo.params.iterations=\[100\] is not allowed: .*algo.params.s"):
         make_algorithm("cutssl", {"s": [0.0, 0.1], "iterations": [100]})
