@@ -1,6 +1,8 @@
 """Mean-shifted Laplace learning: against a dense harmonic solve on a small graph and, when it is installed
 (test extra ``graphlearning``), against GraphLearning's ``laplace(mean_shift=True)`` on the same graph and labels."""
 import numpy as np
+import pytest
+import scipy.sparse as sp
 from conftest import random_graph
 
 from lgcexp.algorithms import make_algorithm
@@ -30,3 +32,23 @@ def test_meanshift_against_dense_harmonic_solution():
     gfhf = make_algorithm("gfhf", {"tol": 1e-12}).fit(g, labeled, y_l, 3)
     assert np.allclose(gfhf.scores_ - gfhf.scores_.mean(0), algo.scores_, atol=1e-12)
     assert (gfhf.predict() != algo.predict()).any()
+
+
+@pytest.mark.parametrize("per_class,seed", [(1, 0), (1, 4), (3, 1)])
+def test_meanshift_matches_graphlearning(per_class, seed):
+    gl = pytest.importorskip("graphlearning")
+    from sklearn.datasets import make_blobs
+
+    from lgcexp.graph import Graph
+
+    X, y = make_blobs(500, centers=4, cluster_std=2.5, random_state=0)
+    W = sp.csr_matrix(gl.weightmatrix.knn(X, 10))
+    W.setdiag(0)
+    W.eliminate_zeros()
+    g = Graph(W=W, sigma=1.0, key="gl-blobs")
+    rng = np.random.default_rng(seed)
+    lab = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False) for c in range(4)]))
+    ours = make_algorithm("meanshift", {"tol": 1e-12}).fit(g, lab, y[lab], 4)
+    theirs = gl.ssl.laplace(W, mean_shift=True, tol=1e-12).fit(lab, y[lab])
+    assert np.allclose(ours.scores_, theirs, atol=1e-6)
+    assert np.array_equal(ours.predict(), theirs.argmax(1))
