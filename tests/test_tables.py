@@ -212,3 +212,31 @@ def test_reproduce_tables_script_builds_the_tables_through_the_entry_point(tmp_p
     assert out.returncode == 2
     assert "lgcexp-tables: error: --root" in out.stderr and "is not a directory" in out.stderr
     assert (tmp_path / "res" / "tables" / "PROVENANCE.md").is_file()
+
+
+def test_reproduce_tables_keeps_the_runs_it_does_not_redo(tmp_path):
+    """The committed runs.csv holds runs no reproduce experiment makes (ISOLET's pairwise table, the rerun
+    baselines): the script merges the runs it finds into it instead of writing only those."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pandas as pd
+    from helpers import make_cfg
+
+    from lgcexp.pipeline import run
+
+    root = Path(__file__).resolve().parents[1]
+    res = tmp_path / "res"
+    (res / "runs").mkdir(parents=True)
+    shutil.copy(root / "results" / "runs.csv", res / "runs.csv")
+    before = pd.read_csv(res / "runs.csv")
+    run(make_cfg("dataset=digits", "algo=lgc", tmp=tmp_path), out_dir=res / "runs" / "digits-lgc")
+    env = {**__import__("os").environ, "LGCEXP_RESULTS_DIR": str(res)}
+    out = subprocess.run([sys.executable, str(root / "scripts" / "reproduce_tables.py"), "--only"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    after = pd.read_csv(res / "runs.csv")
+    assert len(after) == len(before) + 1
+    assert set(before["config_hash"]) < set(after["config_hash"])
