@@ -79,13 +79,19 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape:
     named = clear_classes(views, y_obs)
     clear = (named >= 0) & (named != y_obs)
     knn = find_label_issues(X, y_obs, method="knn", cut="prune_by_noise_rate").sort_values("index")
+    view_cl = decide(J.feature_view, y_obs, "prune_by_noise_rate") if J.features else None
     return {"f1_lgcexp": f1_of(J.is_issue, wrong),
             "f1_lgcexp_count": f1_of(count_cut(J.probs, y_obs, J.estimated_issues), wrong),
             "f1_lgcexp_clear": f1_of(clear, wrong),
             "f1_graph_alone": f1_of(decide(J.evidence, y_obs, "suggested"), wrong),
             "f1_knn_cl": f1_of(knn["is_label_issue"].to_numpy(), wrong),
-            "f1_view_cl": f1_of(decide(J.feature_view, y_obs, "prune_by_noise_rate"), wrong) if J.features else
-            float("nan"), "feature_model": J.feature_model,
+            "f1_view_cl": f1_of(view_cl, wrong) if J.features else float("nan"), "feature_model": J.feature_model,
+            # candidate counts: confident learning's on the feature view alone, and the smaller of the two
+            "estimated_view_cl": int(view_cl.sum()) if J.features else -1,
+            "f1_count_view_cl": f1_of(count_cut(J.probs, y_obs, int(view_cl.sum())), wrong) if J.features else
+            float("nan"),
+            "f1_count_min": f1_of(count_cut(J.probs, y_obs, min(int(view_cl.sum()), J.estimated_issues)), wrong)
+            if J.features else float("nan"),
             "flagged": int(J.is_issue.sum()), "flagged_clear": int(clear.sum()), "estimated": int(J.estimated_issues),
             "truth": int(wrong.sum()), "feature_view": bool(J.features),
             # wrong versus ambiguous: how the flipped and the clean flagged labels are typed
