@@ -529,7 +529,7 @@ def test_judge_run_projects_large_views(monkeypatch, model):
     evidence = jm.normalize_rows(np.eye(2)[y] * 0.8 + 0.1)
     algo = SimpleNamespace(label_judgement=lambda: jm.LabelJudgement(probs=evidence))
     split = SimpleNamespace(labeled=np.arange(y.size), y_observed=y_obs)
-    monkeypatch.setattr(judging, "choose_feature_model", lambda n_labeled, n: model)
+    monkeypatch.setattr(judging, "choose_feature_model", lambda n_labeled, n, image_shape=None: model)
     small = judging.judge_run(algo, split, None, X=X)
     calls = []
     real = views.project_rows
