@@ -274,12 +274,14 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
 
     # ---- fit ----------------------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, pred_probs=None):
+    def fit(self, X, y, pred_probs=None, image_shape=None):
         """Fit on X (n x d features; with ``graph="precomputed"`` the n x n affinity) and y (n labels, -1
         for an unlabelled point). ``pred_probs``: (n x c) out-of-fold class probabilities of your own model
         (column j: ``classes_[j]``), the second view of the label judgement instead of the feature view,
         checked and used as :func:`lgcexp.issues.find_label_issues` does (:mod:`lgcexp.issues.pred_probs`;
-        only for a method that judges labels). Returns self."""
+        only for a method that judges labels). ``image_shape``: (h, w) or (h, w, channels) where the rows of X
+        are flattened images: a fully labelled set's labels are then judged with the image view
+        (:mod:`lgcexp.issues.image_view`), as :func:`lgcexp.issues.find_label_issues` does. Returns self."""
         if getattr(self, "_init_error", None) is not None:
             raise self._init_error
         algo = self._algorithm()
@@ -327,11 +329,20 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 view = check_pred_probs(pred_probs, n, classes, rows=f"X has {n} rows")[labeled]
             except UserError as exc:
                 raise ValueError(str(exc)) from None
+        if image_shape is not None:
+            from .issues.image_view import check_image_shape
+
+            if pairwise:
+                raise ValueError("image_shape: X is an affinity matrix here (graph='precomputed'), not images")
+            try:
+                check_image_shape(image_shape, X.shape[1])
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
         build_options = {"adjacency": X} if pairwise else {}
         with on_maxiter("warn"):
             fitted = fit_on_graph(builder, algo, None if pairwise else X, labeled, y_enc, classes.size,
                                   cache=Cache(self.cache_dir), detect=detect, build_options=build_options,
-                                  features=None if pairwise else X, view=view)
+                                  features=None if pairwise else X, view=view, image_shape=image_shape)
         graph = fitted.graph
         self.classes_ = classes
         self.algorithm_ = algo

@@ -140,3 +140,20 @@ def test_an_npz_of_images_runs_the_command_with_the_image_view(digits, tmp_path)
         models[name] = r["detect_feature_model"]
         assert json.loads((tmp_path / name / "result.json").read_text())["detect_feature_model"] == models[name]
     assert models == {"img": "cnn", "flat": "mlp"}
+
+
+def test_the_estimator_takes_an_image_shape_as_find_label_issues_does(digits):
+    from lgcexp.algorithms.lgc import LGC
+    from lgcexp.graph import KnnGraph
+    from lgcexp.sklearn import GraphSSLClassifier
+
+    X, y = digits
+    yn = y.copy()
+    yn[:6] = (y[:6] + 1) % 10
+    est = GraphSSLClassifier(LGC(), KnnGraph(k=10, sigma="mean")).fit(X, yn, image_shape=(8, 8))
+    api = find_label_issues(X, yn, method="lgc", image_shape=(8, 8)).set_index("index").sort_index()
+    assert api.attrs["feature_model"] == "cnn"
+    assert np.array_equal(est.label_issues_, api["is_label_issue"].to_numpy())
+    np.testing.assert_allclose(est.label_quality_, api["label_quality"], rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match=r"^image_shape: \(8, 9\) holds 72 values"):
+        GraphSSLClassifier(LGC(), KnnGraph(k=10, sigma="mean")).fit(X, yn, image_shape=(8, 9))
