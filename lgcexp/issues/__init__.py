@@ -14,6 +14,7 @@ Modules, bottom up (a module imports only those above it in this list):
 - :mod:`.judge`: a judgement plus options -> judged labels (the one entry of every front end);
 - :mod:`.frames`: detection metrics and ``label_issues.csv``;
 - :mod:`.data_audit`: outliers and near-duplicates;
+- :mod:`.pages`: ``label_issue_pages.pdf``, every flag of image data beside its neighbours;
 - :mod:`.diagnosis`: the diagnosis run's outputs (tables, pictures, summary);
 - :mod:`.pred_probs`: the user's out-of-fold probabilities as a view (checks and judgement);
 - :mod:`.find`: :func:`find_label_issues`, the front end without Hydra.

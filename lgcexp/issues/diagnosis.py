@@ -116,6 +116,25 @@ def report_label_evidence(issues: Any, given: GivenLabels, out_dir: Path, graph:
     return EVIDENCE_FILE
 
 
+def report_pages(issues: Any, given: GivenLabels, data: Any, out_dir: Path, graph: Any = None) -> dict[str, Any] | None:
+    """``label_issue_pages.pdf`` for image data (:func:`image_shape`): every flag beside its nearest labelled
+    neighbours of the given and of the suggested class (:mod:`lgcexp.issues.pages`). Returns what
+    ``result.json`` records as ``label_issue_pages`` (file, flags shown of flagged, pages, the cap); None for
+    other data, where nothing is flagged or the method does not judge labels, or where the PDF failed (logged:
+    a picture must never cost the report)."""
+    shape = image_shape(data)
+    if issues is None or shape is None or not np.any(issues.is_issue):
+        return None
+    from .pages import PAGES_FILE, report_issue_pages
+
+    try:
+        return report_issue_pages(issues, given.labeled, given.y, given.classes, data.X, shape,
+                                  None if graph is None else graph.W, Path(out_dir) / PAGES_FILE)
+    except Exception as exc:  # a picture must never cost the report
+        log.warning("%s not written: %s", PAGES_FILE, exc)
+        return None
+
+
 SUSPICIOUS_FIGURE = "suspicious_examples.png"
 
 
@@ -143,9 +162,9 @@ def report_data_issues(p: Any, data: Any, split: LabelSplit, issues: Any, featur
     shape = image_shape(data)
     if shape is not None:
         try:
-            plot_suspicious(data, shape, split, issues, audit, np.asarray(p.algorithm.predict()),
-                            Path(out) / SUSPICIOUS_FIGURE)
-            written.append(SUSPICIOUS_FIGURE)
+            if plot_suspicious(data, shape, split, issues, audit, np.asarray(p.algorithm.predict()),
+                               Path(out) / SUSPICIOUS_FIGURE):
+                written.append(SUSPICIOUS_FIGURE)
         except Exception as exc:  # a figure must never cost the report
             log.warning("%s not written: %s", SUSPICIOUS_FIGURE, exc)
     return written
@@ -163,41 +182,54 @@ def image_shape(data: Any) -> tuple[int, ...] | None:
 
 
 def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues: Any, audit: Any,
-                    predicted: np.ndarray, path: Path, per_row: int = 10) -> None:
-    """``suspicious_examples.png``: the raw examples a user should look at, each titled with its index, its
-    given label and the suggested one: the given labels of lowest quality (flagged ones in red), the
-    strongest outliers, and near-duplicate sets side by side."""
+                    predicted: np.ndarray, path: Path, per_row: int = 10) -> bool:
+    """``suspicious_examples.png``: raw examples the run flagged, each titled with its index, its score and
+    ``given -> suggested`` label, one row per finding: the first ``per_row`` flagged labels in the order of
+    ``label_issues.csv`` (their ``label_quality`` to three significant digits; every flag is in
+    ``label_issue_pages.pdf``), the strongest flagged outliers (robust z-score), and near-duplicate sets side
+    by side. A finding with nothing flagged has no row (the row labels say how many of how many are shown).
+    Returns False (nothing written) where nothing at all is flagged."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from ..cache import atomic_open
+    from .explain import table_order
+    from .pages import FONT, _tile, format_quality
 
     classes = np.asarray(data.classes)
     given = np.full(data.n, -1, dtype=np.int64)
     given[split.labeled] = split.y_observed
     suggested = predicted.copy()
-    rows: list[tuple[str, list[tuple[int, str, bool]]]] = []
+    rows: list[tuple[str, list[tuple[int, str]]]] = []
     if issues is not None:
-        order = np.argsort(np.asarray(issues.quality), kind="stable")[:per_row]
-        rows.append(("label issues", [(int(split.labeled[i]), f"q={issues.quality[i]:.2f}", bool(issues.is_issue[i]))
-                                      for i in order]))
         suggested[split.labeled] = np.asarray(issues.suggested)
-    top = np.argsort(-audit.outlier_score, kind="stable")[:per_row]
-    rows.append(("outliers", [(int(i), f"z={audit.outlier_score[i]:.1f}", bool(audit.is_outlier[i])) for i in top]))
+        n_flag = int(np.sum(issues.is_issue))
+        order = table_order(split.labeled, issues.quality, issues.is_issue, issues.issue_type)[:min(n_flag, per_row)]
+        if order.size:
+            rows.append((f"label issues\n(first {order.size} of {n_flag})",
+                         [(int(split.labeled[i]), f"q={format_quality(issues.quality[i])}") for i in order]))
+    outliers = np.flatnonzero(audit.is_outlier)
+    if outliers.size:
+        top = outliers[np.argsort(-audit.outlier_score[outliers], kind="stable")][:per_row]
+        rows.append((f"outliers\n({top.size} of {outliers.size})",
+                     [(int(i), f"z={audit.outlier_score[i]:.1f}") for i in top]))
     dup = []
     sets = audit.near_duplicate_set
-    for s in np.unique(sets[sets >= 0])[: per_row // 2]:
+    all_sets = np.unique(sets[sets >= 0])
+    for s in all_sets[: per_row // 2]:
         members = np.flatnonzero(sets == s)[:2]
-        dup += [(int(i), f"set {s}", True) for i in members]
+        dup += [(int(i), f"set {s}") for i in members]
     if dup:
-        rows.append(("near-duplicates", dup))
+        rows.append((f"near-duplicates\n({min(all_sets.size, per_row // 2)} of {all_sets.size} sets)", dup))
+    if not rows:
+        return False
 
     def name(k: int) -> str:
         return "-" if k < 0 else str(classes[k] if classes.size else k)
 
-    fig, axes = plt.subplots(len(rows), per_row, figsize=(1.3 * per_row, 1.75 * len(rows)), squeeze=False)
+    fig, axes = plt.subplots(len(rows), per_row, figsize=(1.6 * per_row, 2.1 * len(rows)), squeeze=False)
     for r, (label, items) in enumerate(rows):
         for c in range(per_row):
             ax = axes[r, c]
@@ -206,16 +238,30 @@ def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues
             if c >= len(items):
                 ax.axis("off")
                 continue
-            i, note, flagged = items[c]
-            ax.imshow(np.asarray(data.X[i], dtype=np.float64).reshape(shape), cmap="gray_r")
-            ax.set_title(f"#{i} {note}\n{name(given[i])}->{name(suggested[i])}", fontsize=7,
-                         color="#c0392b" if flagged else "black")
-        axes[r, 0].set_ylabel(label, fontsize=8)
-    fig.suptitle("most suspicious examples: index, score, given -> suggested label (red: flagged)", fontsize=9)
+            i, note = items[c]
+            ax.imshow(_tile(data.X[i], shape), interpolation="nearest")
+            ax.set_title(f"#{i} {note}\n{name(given[i])} \u2192 {name(suggested[i])}", fontsize=FONT)
+        axes[r, 0].set_ylabel(label, fontsize=FONT)
+    fig.suptitle("flagged examples: index, score (q: label quality, z: outlier score), given \u2192 suggested label",
+                 fontsize=FONT + 1)
     fig.tight_layout()
     with atomic_open(path) as fh:
         fig.savefig(fh, format="png", dpi=100)
     plt.close(fig)
+    return True
+
+
+def class_order(classes: np.ndarray) -> np.ndarray:
+    """The class numbers in the order a reader expects: by value where every label value is a number (also
+    numbers written as strings, so "10" comes after "9", not after "1"), else as the classes are numbered."""
+    values = np.asarray(classes)
+    if values.dtype.kind in "biuf":
+        return np.argsort(values, kind="stable")
+    try:
+        num = np.array([float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.arange(values.size)
+    return np.argsort(num, kind="stable") if np.isfinite(num).all() else np.arange(values.size)
 
 
 def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: int = 30) -> None:
@@ -242,10 +288,7 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
     c = given.classes.size
     M = np.zeros((c, c), dtype=np.int64)
     np.add.at(M, (given.y[flag], np.asarray(issues.suggested)[flag]), 1)
-    involved = np.flatnonzero(M.sum(axis=0) + M.sum(axis=1))
-    if involved.size > max_classes:
-        involved = involved[np.argsort(-(M.sum(axis=0) + M.sum(axis=1))[involved], kind="stable")[:max_classes]]
-        involved.sort()
+    involved = confusion_classes(M, given.classes, max_classes)
     if involved.size:
         sub = M[np.ix_(involved, involved)]
         ax2.imshow(sub, cmap="Oranges", aspect="auto")
@@ -267,6 +310,18 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
     with atomic_open(path) as fh:
         fig.savefig(fh, format="png", dpi=100)
     plt.close(fig)
+
+
+def confusion_classes(M: np.ndarray, classes: np.ndarray, max_classes: int) -> np.ndarray:
+    """The classes of the given-vs-suggested matrix ``M``: those with a flag, at most ``max_classes`` (the most
+    involved), in :func:`class_order`."""
+    load = M.sum(axis=0) + M.sum(axis=1)
+    order = class_order(classes)
+    involved = order[load[order] > 0]
+    if involved.size > max_classes:
+        keep = np.sort(np.argsort(-load[involved], kind="stable")[:max_classes])
+        involved = involved[keep]
+    return involved
 
 
 def given_split(p: Any, data: Any) -> LabelSplit:
@@ -405,6 +460,10 @@ def write_outputs(p: Any, out: Path, result: dict[str, Any], data: Any, split: L
                         y_clean=split.y_clean)
     result["label_issue_report"] = list(report_label_issues(issues, given, out))
     result["label_issue_evidence"] = report_label_evidence(issues, given, out, graph)
+    pages = report_pages(issues, given, data, out, graph)
+    if pages is not None:
+        result["label_issue_report"].append(pages["file"])
+    result["label_issue_pages"] = pages
     if features is not None:
         result["data_issue_report"] = report_data_issues(p, data, split, issues, features, out, result, graph)
     if p.config.get("plot"):

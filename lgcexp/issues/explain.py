@@ -19,7 +19,7 @@ from .count import MAJORITY
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ISSUE_TYPES", "EVIDENCE_FILE", "NEIGHBOURS", "issue_types", "evidence_frame"]
+__all__ = ["ISSUE_TYPES", "EVIDENCE_FILE", "NEIGHBOURS", "issue_types", "table_order", "evidence_frame"]
 
 #: the values of the ``issue_type`` column ("" for a label that is not flagged)
 ISSUE_TYPES = ("wrong", "ambiguous")
@@ -42,6 +42,17 @@ def issue_types(probs: np.ndarray, y: np.ndarray, suggested: np.ndarray, is_issu
     out[flag & clear] = "wrong"
     out[flag & ~clear] = "ambiguous"
     return out
+
+
+def table_order(index: np.ndarray, quality: np.ndarray, is_issue: np.ndarray,
+                issue_type: np.ndarray | None = None) -> np.ndarray:
+    """The row order of ``label_issues.csv`` (positions in the labelled set): the flagged labels first, the
+    clearly ``wrong`` before the ``ambiguous`` (``issue_type``; None: one group), each group by increasing
+    quality, ties by index. The flags' pictures and evidence follow it too."""
+    flag = np.asarray(is_issue, dtype=bool)
+    kind = np.zeros(flag.size, dtype=np.int64) if issue_type is None else \
+        (np.asarray(issue_type, dtype=object) != "wrong").astype(np.int64)
+    return np.lexsort((np.asarray(index), np.asarray(quality, dtype=np.float64), kind, ~flag))
 
 
 def _neighbours(W: Any, labeled: np.ndarray, y: np.ndarray, classes: np.ndarray, rows: np.ndarray,
@@ -76,9 +87,8 @@ def evidence_frame(judged: Any, labeled: np.ndarray, y: np.ndarray, classes: np.
 
     labeled = np.asarray(labeled)
     y = np.asarray(y, dtype=np.int64)
-    flag = np.flatnonzero(judged.is_issue)
     types = issue_types(judged.probs, y, judged.suggested, judged.is_issue)
-    order = flag[np.lexsort((labeled[flag], judged.quality[flag], types[flag] != "wrong"))]
+    order = table_order(labeled, judged.quality, judged.is_issue, types)[: int(np.sum(judged.is_issue))]
     s = judged.suggested[order]
     g = y[order]
 

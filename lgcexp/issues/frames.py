@@ -8,6 +8,7 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported where a table is made: config checks need none of it
     import pandas as pd
 
+from .explain import table_order
 from .judge import JudgedLabels
 
 __all__ = ["ISSUES_FILE", "COLUMNS", "detection_metrics", "issues_frame", "run_metrics", "run_frame"]
@@ -85,16 +86,14 @@ def issues_frame(index: np.ndarray, given: np.ndarray, suggested: np.ndarray, qu
     if probability is not None:
         cols["issue_probability"] = np.asarray(probability, dtype=np.float64)
     cols["is_label_issue"] = np.asarray(is_issue, dtype=bool)
-    kind = np.zeros(cols["index"].size, dtype=np.int64)
     if issue_type is not None:
         cols["issue_type"] = np.asarray(issue_type, dtype=object)
-        kind = (cols["issue_type"] != "wrong").astype(np.int64)
     if flipped is not None:
         cols["is_flipped"] = np.asarray(flipped)
     import pandas as pd
 
     df = pd.DataFrame(cols)
-    order = np.lexsort((np.asarray(index), cols["label_quality"], kind, ~cols["is_label_issue"]))
+    order = table_order(cols["index"], cols["label_quality"], cols["is_label_issue"], issue_type)
     return df.iloc[order].reset_index(drop=True)
 
 
