@@ -18,7 +18,9 @@ What a diagnosis run adds to the usual record (``result.json``):
 - ``classes``: the label values as the file spells them (class k is ``classes[k]``);
 - ``n_disagree``: given labels the method's labelled prediction disagrees with (candidates for a check);
 - ``label_issue_report``: the files written by :func:`report_label_issues` (``label_issues.csv``, the
-  main output: which given labels look wrong and what they should be, and ``label_issues.png``);
+  main output: which given labels look wrong and what they should be, and ``label_issues.png``) and, for
+  image data, ``label_issue_pages.pdf`` (every flag beside its neighbours; :func:`report_pages`);
+- ``label_issue_pages``: what that PDF holds (flags shown of flagged, pages, the cap), null where none;
 - ``n_label_issues``: the labels flagged (``detect_*`` when the file has trusted labels);
 - ``data_issue_report``, ``data_issues``: the data audit's files (``data_issues.csv``: outliers and
   near-duplicates of every point, lgcexp.issues.data_audit; ``suspicious_examples.png`` for image-shaped data)
@@ -181,30 +183,17 @@ def image_shape(data: Any) -> tuple[int, ...] | None:
     return (s, s) if s * s == d and s >= 4 else None
 
 
-def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues: Any, audit: Any,
-                    predicted: np.ndarray, path: Path, per_row: int = 10) -> bool:
-    """``suspicious_examples.png``: raw examples the run flagged, each titled with its index, its score and
-    ``given -> suggested`` label, one row per finding: the first ``per_row`` flagged labels in the order of
-    ``label_issues.csv`` (their ``label_quality`` to three significant digits; every flag is in
-    ``label_issue_pages.pdf``), the strongest flagged outliers (robust z-score), and near-duplicate sets side
-    by side. A finding with nothing flagged has no row (the row labels say how many of how many are shown).
-    Returns False (nothing written) where nothing at all is flagged."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..cache import atomic_open
+def suspicious_rows(split: LabelSplit, issues: Any, audit: Any,
+                    per_row: int = 10) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The rows of ``suspicious_examples.png`` as (row label, [(data row, score text)]): the first ``per_row``
+    flagged labels in the order of ``label_issues.csv`` (``q=`` their quality to three significant digits),
+    the flagged outliers by decreasing score (``z=``), the first near-duplicate sets (two members each); a
+    finding with nothing flagged has no row."""
     from .explain import table_order
-    from .pages import FONT, _tile, format_quality
+    from .pages import format_quality
 
-    classes = np.asarray(data.classes)
-    given = np.full(data.n, -1, dtype=np.int64)
-    given[split.labeled] = split.y_observed
-    suggested = predicted.copy()
     rows: list[tuple[str, list[tuple[int, str]]]] = []
     if issues is not None:
-        suggested[split.labeled] = np.asarray(issues.suggested)
         n_flag = int(np.sum(issues.is_issue))
         order = table_order(split.labeled, issues.quality, issues.is_issue, issues.issue_type)[:min(n_flag, per_row)]
         if order.size:
@@ -223,6 +212,32 @@ def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues
         dup += [(int(i), f"set {s}") for i in members]
     if dup:
         rows.append((f"near-duplicates\n({min(all_sets.size, per_row // 2)} of {all_sets.size} sets)", dup))
+    return rows
+
+
+def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues: Any, audit: Any,
+                    predicted: np.ndarray, path: Path, per_row: int = 10) -> bool:
+    """``suspicious_examples.png``: raw examples the run flagged, each titled with its index, its score and
+    ``given -> suggested`` label, one row per finding: the first ``per_row`` flagged labels in the order of
+    ``label_issues.csv`` (their ``label_quality`` to three significant digits; every flag is in
+    ``label_issue_pages.pdf``), the strongest flagged outliers (robust z-score), and near-duplicate sets side
+    by side. A finding with nothing flagged has no row (the row labels say how many of how many are shown).
+    Returns False (nothing written) where nothing at all is flagged."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..cache import atomic_open
+    from .pages import FONT, image_tile
+
+    classes = np.asarray(data.classes)
+    given = np.full(data.n, -1, dtype=np.int64)
+    given[split.labeled] = split.y_observed
+    suggested = predicted.copy()
+    if issues is not None:
+        suggested[split.labeled] = np.asarray(issues.suggested)
+    rows = suspicious_rows(split, issues, audit, per_row)
     if not rows:
         return False
 
@@ -239,7 +254,7 @@ def plot_suspicious(data: Any, shape: tuple[int, ...], split: LabelSplit, issues
                 ax.axis("off")
                 continue
             i, note = items[c]
-            ax.imshow(_tile(data.X[i], shape), interpolation="nearest")
+            ax.imshow(image_tile(data.X[i], shape), interpolation="nearest")
             ax.set_title(f"#{i} {note}\n{name(given[i])} \u2192 {name(suggested[i])}", fontsize=FONT)
         axes[r, 0].set_ylabel(label, fontsize=FONT)
     fig.suptitle("flagged examples: index, score (q: label quality, z: outlier score), given \u2192 suggested label",

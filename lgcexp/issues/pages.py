@@ -33,7 +33,7 @@ from .explain import table_order
 log = logging.getLogger("lgcexp")
 
 __all__ = ["PAGES_FILE", "ROWS_PER_PAGE", "NEIGHBOURS_SHOWN", "MAX_PAGES", "FlagRow", "format_quality",
-           "flag_rows", "class_neighbours", "write_pages", "report_issue_pages"]
+           "flag_rows", "class_neighbours", "feature_neighbours", "image_tile", "write_pages", "report_issue_pages"]
 
 PAGES_FILE = "label_issue_pages.pdf"
 #: flags per page
@@ -178,7 +178,7 @@ def flag_rows(judged: Any, labeled: np.ndarray, y: np.ndarray, classes: np.ndarr
                     suggested_neighbours=sugg_nb[t]) for t, r in enumerate(order)]
 
 
-def _tile(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+def image_tile(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     """One image as RGB in [0, 1] (h, w, 3): grey images dark on white (as ``gray_r``), colour images as
     they are; each scaled by its own range."""
     img = np.asarray(x, dtype=np.float64).reshape(tuple(shape))
@@ -205,7 +205,7 @@ def _mosaic(X: Any, shape: Sequence[int], row: FlagRow, m: int) -> tuple[np.ndar
 
     def put(slot_x: int, i: int, colour: tuple[float, float, float], caption: str) -> None:
         canvas[:, slot_x:slot_x + tw] = colour
-        canvas[f:f + h, slot_x + f:slot_x + f + w] = _tile(X[i], shape)
+        canvas[f:f + h, slot_x + f:slot_x + f + w] = image_tile(X[i], shape)
         captions.append((slot_x + tw / 2 - 0.5, caption))
 
     put(0, row.index, _RED, f"#{row.index}")
