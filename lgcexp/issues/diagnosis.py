@@ -308,19 +308,20 @@ def plot_label_issues(issues: Any, given: GivenLabels, path: Path, max_classes: 
         sub = M[np.ix_(involved, involved)]
         ax2.imshow(sub, cmap="Oranges", aspect="auto")
         names = [str(v) for v in given.classes[involved]]
-        ax2.set_xticks(range(involved.size), names, rotation=90 if involved.size > 8 else 0, fontsize=8)
-        ax2.set_yticks(range(involved.size), names, fontsize=8)
+        wide = involved.size > 8 and max(len(v) for v in names) > 2
+        ax2.set_xticks(range(involved.size), names, rotation=90 if wide else 0, fontsize=9)
+        ax2.set_yticks(range(involved.size), names, fontsize=9)
         if involved.size <= 15:
             for (i, j), v in np.ndenumerate(sub):
                 if v:
-                    ax2.text(j, i, str(v), ha="center", va="center", fontsize=8)
+                    ax2.text(j, i, str(v), ha="center", va="center", fontsize=9)
     else:
         ax2.text(0.5, 0.5, "no label flagged", ha="center", va="center", transform=ax2.transAxes)
         ax2.set_xticks([])
         ax2.set_yticks([])
     ax2.set_xlabel("suggested label")
     ax2.set_ylabel("given label")
-    ax2.set_title("flagged labels: given vs suggested")
+    ax2.set_title("flagged labels: given vs suggested (classes in order)")
     fig.tight_layout()
     with atomic_open(path) as fh:
         fig.savefig(fh, format="png", dpi=100)

@@ -193,6 +193,11 @@ def image_tile(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return np.repeat(img.mean(axis=2)[:, :, None], 3, axis=2)
 
 
+def _short(v: float) -> str:
+    """A weight or distance in a few characters: three significant digits, or a whole number from 100."""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def _mosaic(X: Any, shape: Sequence[int], row: FlagRow, m: int) -> tuple[np.ndarray, list[tuple[float, str]]]:
     """The row's tiles side by side (framed; a gap between the groups) and each tile's (centre x, caption)."""
     h, w = int(shape[0]), int(shape[1])
@@ -212,7 +217,7 @@ def _mosaic(X: Any, shape: Sequence[int], row: FlagRow, m: int) -> tuple[np.ndar
     for g, (nbs, colour) in enumerate(((row.given_neighbours, _BLUE), (row.suggested_neighbours, _ORANGE))):
         start = tw + gap + g * (m * tw + gap)
         for t, (j, v, kind) in enumerate(nbs[:m]):
-            put(start + t * tw, j, colour, f"#{j}\n{kind}={v:.3g}")
+            put(start + t * tw, j, colour, f"#{j}\n{kind}={_short(v)}")
     return canvas, captions
 
 
