@@ -196,3 +196,15 @@ def test_no_pages_for_other_data(tmp_path):
     assert not (out / "label_issue_pages.pdf").exists()
     assert "suspicious_examples.png" not in r["data_issue_report"]
     assert r["n_label_issues"] > 0
+
+
+def test_image_tile():
+    """Grey images dark on white, each by its own range; one channel squeezed; colour kept."""
+    x = np.array([0.0, 5.0, 10.0, 10.0])
+    t = pg.image_tile(x, (2, 2))
+    assert t.shape == (2, 2, 3)
+    np.testing.assert_allclose(t[:, :, 0], [[1.0, 0.5], [0.0, 0.0]])
+    np.testing.assert_array_equal(pg.image_tile(x, (2, 2, 1)), t)
+    rgb = np.arange(12.0)
+    np.testing.assert_allclose(pg.image_tile(rgb, (2, 2, 3)), (rgb / 11).reshape(2, 2, 3))
+    assert np.all(pg.image_tile(np.full(4, 7.0), (2, 2)) == 1.0)  # a blank image stays white
