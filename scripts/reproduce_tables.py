@@ -47,12 +47,12 @@ def main() -> int:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     prov = tables / "PROVENANCE.md"
     rows = {}  # keep the timing rows of experiments not rerun this time
-    notes: list[str] = []  # and the hand-written notes (paragraphs starting with "Note")
+    notes: list[str] = []  # and the hand-written notes: everything from the first paragraph starting "Note", verbatim
     if prov.exists():
-        for para in prov.read_text().split("\n\n"):
-            if para.startswith("Note"):
-                notes.append(para.strip())
-        for line in prov.read_text().splitlines():
+        head, sep, tail = prov.read_text().partition("\nNote ")
+        if sep:
+            notes.append(("Note " + tail).strip())
+        for line in head.splitlines():  # the command table only, not the tables inside the notes
             if line.startswith("| `lgcexp"):
                 rows[line.split("`")[1]] = line
     for c, s, r in timings:
