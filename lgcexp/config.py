@@ -86,27 +86,25 @@ def to_container(cfg: Any) -> dict[str, Any]:
 
 
 #: options added after results were recorded: left out of the semantic config while null, so the config
-#: hash (and run directory) of every run that does not use them stays what it was
-NULL_DEFAULT_KEYS = ("class_priors", "pll_alphas")
-NULL_DEFAULT_LABEL_KEYS = ("per_class", "sets")
-#: ``detect.pred_probs``: a file of the user's out-of-fold probabilities (lgcexp.issues.pred_probs); not one of
-#: the judgement's options (:class:`lgcexp.issues.options.DetectOptions`) but an input, kept out of the
-#: semantic config while null
+#: hash (and run directory) of every run that does not use them stays what it was; per section ("" the top
+#: level). ``detect.pred_probs`` is a file of the user's out-of-fold probabilities (lgcexp.issues.pred_probs):
+#: an input beside the judgement's options (:class:`lgcexp.issues.options.DetectOptions`), not one of them
+NULL_DEFAULT_KEYS = {"": ("class_priors", "pll_alphas"), "labels": ("per_class", "sets"), "detect": ("pred_probs",)}
 PRED_PROBS_KEY = "pred_probs"
 
 
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that determines a run's numbers. The default ``features`` section
-    (``{name: raw}``) and the options that are null by default (``class_priors``, ``pll_alphas``, ``labels.per_class``,
-    ``labels.sets``) are left out, so earlier runs keep the config hash they had before these existed."""
+    (``{name: raw}``) and the options that are null by default (:data:`NULL_DEFAULT_KEYS`: ``class_priors``,
+    ``pll_alphas``, ``labels.per_class``, ``labels.sets``, ``detect.pred_probs``) are left out, so earlier runs
+    keep the config hash they had before these existed."""
     from .features import is_default
 
     c = {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"
-         and not (k == "features" and is_default(v)) and not (k in NULL_DEFAULT_KEYS and v is None)}
-    if isinstance(c.get("labels"), dict):
-        c["labels"] = {k: v for k, v in c["labels"].items() if not (k in NULL_DEFAULT_LABEL_KEYS and v is None)}
-    if isinstance(c.get("detect"), dict) and c["detect"].get(PRED_PROBS_KEY, 0) is None:
-        c["detect"] = {k: v for k, v in c["detect"].items() if k != PRED_PROBS_KEY}
+         and not (k == "features" and is_default(v)) and not (k in NULL_DEFAULT_KEYS[""] and v is None)}
+    for section, keys in NULL_DEFAULT_KEYS.items():
+        if section and isinstance(c.get(section), dict):
+            c[section] = {k: v for k, v in c[section].items() if not (k in keys and v is None)}
     return c
 
 

@@ -43,7 +43,7 @@ def run(cfg: Any, out_dir: str | Path | None = None) -> dict[str, Any]:
         data = load(p, paths)
         # the user's out-of-fold probabilities (detect.pred_probs, or a dataset=npz array), checked before any
         # heavy work by the one check of find_label_issues (lgcexp.issues.pred_probs)
-        pred_probs, pred_probs_source = run_pred_probs(p, data)
+        pred_probs, pred_probs_source = user_pred_probs(p, data)
     with timer.stage("labels"):
         if data.has_given_labels:  # the file's own labels, as given: a diagnosis run (lgcexp.issues.diagnosis)
             split = diagnosis.given_split(p, data)
@@ -96,16 +96,16 @@ def load(p: RunPlan, paths: dict[str, Any]) -> Dataset:
     return data
 
 
-def run_pred_probs(p: RunPlan, data: Dataset) -> tuple[np.ndarray | None, str | None]:
+def user_pred_probs(p: RunPlan, data: Dataset) -> tuple[np.ndarray | None, str | None]:
     """:func:`lgcexp.issues.pred_probs.run_pred_probs` for this run (None, None where there are none, or the
     method does not judge labels: the option is then refused before the run, :mod:`lgcexp.cli`)."""
     from .config import judges_labels
-    from .issues.pred_probs import run_pred_probs as checked
+    from .issues.pred_probs import run_pred_probs
 
     if not judges_labels(p.algorithm):
         return None, None
     path = getattr(p.source, "path", None)
-    return checked(p.pred_probs, data, f"dataset.path={path}" if path else f"dataset={data.name}")
+    return run_pred_probs(p.pred_probs, data, f"dataset.path={path}" if path else f"dataset={data.name}")
 
 
 def features(p: RunPlan, data: Dataset, split: LabelSplit, cache: Cache) -> Any:

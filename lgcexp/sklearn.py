@@ -330,7 +330,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             except UserError as exc:
                 raise ValueError(str(exc)) from None
         if image_shape is not None:
-            from .issues.image_view import check_image_shape
+            from .data.dataset import check_image_shape
 
             if pairwise:
                 raise ValueError("image_shape: X is an affinity matrix here (graph='precomputed'), not images")

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from lgcexp.data.dataset import check_image_shape
 from lgcexp.errors import UserError
 from lgcexp.issues import find_label_issues
-from lgcexp.issues.image_view import check_image_shape, cnn_epochs, oof_cnn_probs
+from lgcexp.issues.image_view import cnn_epochs, oof_cnn_probs
 from lgcexp.issues.views import RowSubset, choose_feature_model
 from lgcexp.preprocess import fold_splits
 

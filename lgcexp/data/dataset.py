@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -141,6 +143,43 @@ def continuous_labels(values: np.ndarray, key: str) -> None:
     first = np.asarray(values).reshape(-1)[frac[0]].item()
     raise UserError(f"{key}: {frac.size} label(s) are numbers with a fraction (first: {first!r}); they look "
                     "continuous, and class labels must be ints or strings (a regression target is not a label)")
+
+
+def check_image_shape(image_shape: Any, n_features: int, what: str = "image_shape") -> tuple[int, int, int]:
+    """``image_shape`` as (height, width, channels) — given as (h, w) or (h, w, c) — whose product is the number
+    of columns; UserError naming ``what`` otherwise."""
+    try:
+        shape = tuple(int(s) for s in image_shape)
+        ok = len(shape) in (2, 3) and all(s >= 1 for s in shape) and all(
+            float(s) == float(t) for s, t in zip(shape, image_shape))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise UserError(f"{what}: expected (height, width) or (height, width, channels) of positive integers, "
+                        f"got {image_shape!r}")
+    if len(shape) == 2:
+        shape = (*shape, 1)
+    if math.prod(shape) != int(n_features):
+        raise UserError(f"{what}: {tuple(image_shape)} holds {math.prod(shape)} values per image but X has "
+                        f"{int(n_features)} columns; they must be equal")
+    return shape
+
+
+def image_rows(X: Any, image_shape: Any = None, what: str = "image_shape") -> tuple[Any, tuple | None]:
+    """X as rows of flattened images and their shape: an (n, h, w) or (n, h, w, channels) array is reshaped to
+    (n, h*w*channels) (a view, not a copy) and its own shape taken — a given ``image_shape`` must describe the
+    same images —; any other X is returned as it is, with ``image_shape`` checked against its columns
+    (:func:`check_image_shape`; None stays None). The one rule of ``find_label_issues`` and ``dataset=npz``."""
+    if np.ndim(X) in (3, 4):
+        X = np.asarray(X) if not hasattr(X, "reshape") else X
+        own = tuple(int(s) for s in X.shape[1:])
+        size = math.prod(own)
+        if image_shape is not None and check_image_shape(image_shape, size, what) != check_image_shape(own, size):
+            raise UserError(f"{what}={tuple(image_shape)} does not match X's images {own}")
+        return X.reshape(X.shape[0], -1), own
+    if image_shape is not None and np.ndim(X) == 2:
+        check_image_shape(image_shape, np.shape(X)[1], what)
+    return X, image_shape
 
 
 def make_dataset(name: str, X, y, *, source: str | None = None, image_shape: tuple | None = None) -> Dataset:

@@ -32,7 +32,7 @@ import numpy as np
 from lgcexp.errors import UserError
 
 from ..params import String
-from .dataset import Dataset, make_dataset
+from .dataset import Dataset, image_rows, make_dataset
 from .download import one_line
 from .own import LabelColumn, make_own_dataset, parse_labels
 from .source import DataSource
@@ -128,10 +128,7 @@ def load_npz(path: str | os.PathLike | None) -> Dataset:
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise UserError(f"{p}: not a readable npz file ({one_line(e)})") from None
-    image_shape = None
-    if np.ndim(X) in (3, 4):  # images (n, h, w[, channels]): rows of flattened pixels (a view, not a copy)
-        image_shape = tuple(int(v) for v in np.shape(X)[1:])
-        X = X.reshape(np.shape(X)[0], -1)
+    X, image_shape = image_rows(X)  # images (n, h, w[, channels]): rows of flattened pixels (a view, not a copy)
     if labeled is None:
         if y_clean is not None:
             raise UserError(f"{p}: has y_clean but no array 'labeled'; trusted clean labels go with the file's "

@@ -79,10 +79,36 @@ class Graph:
         return ~has_label[comp]
 
 
-def fingerprint(X: np.ndarray) -> str:
-    """Content hash of a feature matrix (when the caller gives no data fingerprint)."""
+def fingerprint(X: Any) -> str:
+    """Content hash of a feature matrix (when the caller gives no data fingerprint): a dense one's bytes, shape
+    and dtype; a scipy sparse one's canonical CSR arrays (duplicates summed, indices sorted), shape and dtype."""
+    if sp.issparse(X):
+        A = sp.csr_matrix(X, copy=True)
+        A.sum_duplicates()
+        A.sort_indices()
+        h = hashlib.sha256()
+        for a in (A.indptr, A.indices, A.data):
+            h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest() + f"sparse{A.shape}{A.dtype}"
     Xc = np.ascontiguousarray(X)
     return hashlib.sha256(Xc.tobytes()).hexdigest() + f"{Xc.shape}{Xc.dtype}"
+
+
+class TrainingPointsOnly:
+    """The rule of a graph builder that has none for new points: the rows the graph was built on get their
+    fitted distributions back, any other rows are refused with ``reason`` (a ``ValueError``, one line).
+    ``X``: the training rows (None where the builder took the graph itself: nothing can be matched)."""
+
+    def __init__(self, X: Any, reason: str):
+        self.reason = reason
+        self.digest = None if X is None else fingerprint(X)
+
+    def predict_proba(self, Xq: Any, algorithm: Any) -> np.ndarray:
+        from .extension import label_distributions
+
+        if self.digest is None or fingerprint(Xq) != self.digest:
+            raise ValueError(self.reason)
+        return label_distributions(algorithm.scores_)
 
 
 class GraphBuilder(Configurable):
@@ -106,11 +132,9 @@ class GraphBuilder(Configurable):
     def extension(self, X: Any, graph: Graph, **build_options: Any) -> Any:
         """After ``build(X)``: how new points are placed, an object whose ``predict_proba(Xq, algorithm)``
         gives their class distributions from a fitted algorithm (:mod:`lgcexp.graph.extension`). Default, for a
-        builder that defines no rule: the training points only (:class:`lgcexp.graph.extension.TrainingPointsOnly`:
+        builder that defines no rule: the training points only (:class:`TrainingPointsOnly`:
         ``predict(X)`` on the rows the graph was built on gives the fitted labels, other rows are refused in
         one line), so the estimators fit with any builder."""
-        from .extension import TrainingPointsOnly
-
         return TrainingPointsOnly(X, f"graph={self.name} has no rule for new points (its builder defines no "
                                      f"extension): predict and predict_proba take the training points only, "
                                      f"whose labels are transduction_")

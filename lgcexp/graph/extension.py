@@ -7,7 +7,8 @@ kernel-weighted vote of the neighbours' fitted distributions) and a given affini
 (:class:`AffinityVote`, ``graph=precomputed``: the new points' affinities to the training points vote);
 the anchor graph reads a new point's anchor codes (:mod:`lgcexp.graph.anchor`) and the numerical eigenfunctions
 are read at the point (:mod:`lgcexp.algorithms.eigenfunction`). A builder that defines no rule gets
-:class:`TrainingPointsOnly` (the training rows' fitted distributions; other rows refused in one line).
+:class:`lgcexp.graph.base.TrainingPointsOnly` (the training rows' fitted distributions; other rows refused in
+one line).
 """
 from __future__ import annotations
 
@@ -26,38 +27,6 @@ def label_distributions(scores: np.ndarray) -> np.ndarray:
     F = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
     total = F.sum(axis=1, keepdims=True)
     return np.divide(F, total, out=np.full_like(F, 1.0 / F.shape[1]), where=total > 0)
-
-
-def _digest(X: Any) -> str:
-    """A content hash of a dense or scipy sparse matrix (shape, dtype and values)."""
-    import hashlib
-
-    h = hashlib.sha256(repr((X.shape, str(X.dtype))).encode())
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        X.sum_duplicates()
-        X.sort_indices()
-        parts = (X.indptr, X.indices, X.data)
-    else:
-        parts = (np.ascontiguousarray(X),)
-    for a in parts:
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-class TrainingPointsOnly:
-    """The rule of a graph builder that has none for new points: the rows the graph was built on get their
-    fitted distributions back, any other rows are refused with ``reason`` (a ``ValueError``, one line).
-    ``X``: the training rows (None where the builder took the graph itself: nothing can be matched)."""
-
-    def __init__(self, X: Any, reason: str):
-        self.reason = reason
-        self.digest = None if X is None else _digest(X)
-
-    def predict_proba(self, Xq: Any, algorithm: Any) -> np.ndarray:
-        if self.digest is None or _digest(Xq) != self.digest:
-            raise ValueError(self.reason)
-        return label_distributions(algorithm.scores_)
 
 
 class KnnVote:

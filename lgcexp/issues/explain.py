@@ -19,7 +19,8 @@ from .count import MAJORITY
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ISSUE_TYPES", "EVIDENCE_FILE", "NEIGHBOURS", "issue_types", "table_order", "evidence_frame"]
+__all__ = ["ISSUE_TYPES", "EVIDENCE_FILE", "NEIGHBOURS", "issue_types", "table_order", "labelled_neighbours",
+           "evidence_frame"]
 
 #: the values of the ``issue_type`` column ("" for a label that is not flagged)
 ISSUE_TYPES = ("wrong", "ambiguous")
@@ -55,23 +56,30 @@ def table_order(index: np.ndarray, quality: np.ndarray, is_issue: np.ndarray,
     return np.lexsort((np.asarray(index), np.asarray(quality, dtype=np.float64), kind, ~flag))
 
 
-def _neighbours(W: Any, labeled: np.ndarray, y: np.ndarray, classes: np.ndarray, rows: np.ndarray,
-                k: int) -> list[str]:
-    """For each labelled row in ``rows`` (positions in ``labeled``): its ``k`` heaviest edges to other labelled
-    points, as ``index:label:weight`` joined by ``;``."""
+def labelled_neighbours(W: Any, labeled: np.ndarray, y: np.ndarray, rows: np.ndarray, k: int,
+                        cls: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each labelled row ``rows[t]`` (a position in ``labeled``): its ``k`` heaviest edges of positive
+    weight in ``W`` to other labelled points — of given class ``cls[t]`` where ``cls`` is given —, as (data
+    rows, weights), heaviest first, ties by data row. The neighbours that voted, for the evidence table and the
+    flags' pages (:mod:`lgcexp.issues.pages`)."""
     import scipy.sparse as sp
 
-    W = sp.csr_matrix(W)
+    W = W if sp.isspmatrix_csr(W) else sp.csr_matrix(W)
+    labeled = np.asarray(labeled)
+    y = np.asarray(y)
     pos = np.full(W.shape[0], -1, dtype=np.int64)
     pos[labeled] = np.arange(labeled.size)
     out = []
-    for r in rows:
-        i = labeled[r]
-        cols, w = W.indices[W.indptr[i]:W.indptr[i + 1]], W.data[W.indptr[i]:W.indptr[i + 1]]
-        keep = (pos[cols] >= 0) & (cols != i)
+    for t, r in enumerate(np.asarray(rows)):
+        i = int(labeled[r])
+        cols = W.indices[W.indptr[i]:W.indptr[i + 1]]
+        w = np.asarray(W.data[W.indptr[i]:W.indptr[i + 1]], dtype=np.float64)
+        keep = (pos[cols] >= 0) & (cols != i) & (w > 0)
+        if cls is not None:
+            keep[keep] = y[pos[cols[keep]]] == cls[t]
         cols, w = cols[keep], w[keep]
-        top = np.argsort(-w, kind="stable")[:k]
-        out.append(";".join(f"{int(cols[t])}:{classes[y[pos[cols[t]]]]}:{w[t]:.4g}" for t in top))
+        top = np.lexsort((cols, -w))[:k]
+        out.append((cols[top].astype(np.int64), w[top]))
     return out
 
 
@@ -102,5 +110,8 @@ def evidence_frame(judged: Any, labeled: np.ndarray, y: np.ndarray, classes: np.
                             "view_p_given": at(view, g), "view_p_suggested": at(view, s),
                             "reported_p_given": at(judged.probs, g), "reported_p_suggested": at(judged.probs, s)}
     if W is not None:
-        cols["neighbours"] = _neighbours(W, labeled, y, classes, order, k)
+        pos = np.full(W.shape[0], -1, dtype=np.int64)
+        pos[labeled] = np.arange(labeled.size)
+        cols["neighbours"] = [";".join(f"{int(j)}:{classes[y[pos[j]]]}:{wj:.4g}" for j, wj in zip(js, ws))
+                              for js, ws in labelled_neighbours(W, labeled, y, order, k)]
     return pd.DataFrame(cols)

@@ -76,23 +76,14 @@ def _features(X: Any, n: int, image_shape: Any = None) -> tuple[Any, Any]:
     flattened images (a view, not a copy) —, or a one-line refusal naming ``X`` or ``image_shape``."""
     import scipy.sparse as sp
 
-    from ..data.dataset import check_features
+    from ..data.dataset import check_features, image_rows
     from ..errors import UserError
-    from .image_view import check_image_shape
 
     if sp.issparse(X):
         raise UserError("X: a scipy sparse matrix is not allowed; give dense features (X.toarray() where it "
                         "fits) or the affinity matrix as graph=")
-    if getattr(X, "ndim", 2) in (3, 4):
-        own = tuple(int(s) for s in X.shape[1:])
-        size = int(np.prod(own))
-        if image_shape is not None and check_image_shape(image_shape, size) != check_image_shape(own, size):
-            raise UserError(f"image_shape={tuple(image_shape)} does not match X's images {own}")
-        image_shape = own
-        X = X.reshape(X.shape[0], -1)
+    X, image_shape = image_rows(X, image_shape)
     X = check_features(X, "X")
-    if image_shape is not None:
-        check_image_shape(image_shape, X.shape[1])
     if X.shape[0] != n:
         raise UserError(f"X has {X.shape[0]} rows but labels has {n} values; they must be equal")
     return X, image_shape

@@ -29,10 +29,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import UserError
+from ..data.dataset import check_image_shape
 from ..preprocess import fold_splits
 
-__all__ = ["CNN_CHANNELS", "CNN_HIDDEN", "CNN_STEPS", "cnn_epochs", "check_image_shape", "oof_cnn_probs"]
+__all__ = ["CNN_CHANNELS", "CNN_HIDDEN", "CNN_STEPS", "cnn_epochs", "oof_cnn_probs"]
 
 #: feature maps of the two convolutions; dense units; L2 weight; Adam's step; batch
 CNN_CHANNELS = (16, 32)
@@ -49,26 +49,6 @@ CNN_MAX_EPOCHS = 30
 SHIFT_SHARE = 0.08
 #: rows sampled for the pixels' mean and deviation
 SCALE_SAMPLE = 10_000
-
-
-def check_image_shape(image_shape: Any, n_features: int, what: str = "image_shape") -> tuple[int, int, int]:
-    """``image_shape`` as (height, width, channels) — given as (h, w) or (h, w, c) — whose product is the number
-    of columns; UserError naming ``what`` otherwise."""
-    try:
-        shape = tuple(int(s) for s in image_shape)
-        ok = len(shape) in (2, 3) and all(s >= 1 for s in shape) and all(
-            float(s) == float(t) for s, t in zip(shape, image_shape))
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise UserError(f"{what}: expected (height, width) or (height, width, channels) of positive integers, "
-                        f"got {image_shape!r}")
-    if len(shape) == 2:
-        shape = (*shape, 1)
-    if math.prod(shape) != int(n_features):
-        raise UserError(f"{what}: {tuple(image_shape)} holds {math.prod(shape)} values per image but X has "
-                        f"{int(n_features)} columns; they must be equal")
-    return shape
 
 
 def cnn_epochs(n_train: int, batch: int = CNN_BATCH) -> int:

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .explain import table_order
+from .explain import labelled_neighbours, table_order
 
 log = logging.getLogger("lgcexp")
 
@@ -84,24 +84,10 @@ def format_quality(q: float) -> str:
 def class_neighbours(W: Any, labeled: np.ndarray, y: np.ndarray, rows: np.ndarray, cls: np.ndarray,
                      m: int = NEIGHBOURS_SHOWN) -> list[tuple[tuple[int, float, str], ...]]:
     """For each labelled row ``rows[t]`` (a position in ``labeled``): its ``m`` heaviest edges in ``W`` to
-    other labelled points whose given class is ``cls[t]``, as (data row, weight), ties by data row."""
-    import scipy.sparse as sp
-
-    W = W if sp.isspmatrix_csr(W) else sp.csr_matrix(W)
-    labeled = np.asarray(labeled)
-    pos = np.full(W.shape[0], -1, dtype=np.int64)
-    pos[labeled] = np.arange(labeled.size)
-    out = []
-    for r, c in zip(np.asarray(rows), np.asarray(cls)):
-        i = int(labeled[r])
-        cols = W.indices[W.indptr[i]:W.indptr[i + 1]]
-        w = np.asarray(W.data[W.indptr[i]:W.indptr[i + 1]], dtype=np.float64)
-        keep = (pos[cols] >= 0) & (cols != i) & (w > 0)
-        keep[keep] = np.asarray(y)[pos[cols[keep]]] == c
-        cols, w = cols[keep], w[keep]
-        top = np.lexsort((cols, -w))[:m]
-        out.append(tuple((int(cols[t]), float(w[t]), "w") for t in top))
-    return out
+    other labelled points whose given class is ``cls[t]``, as (data row, weight, "w"), ties by data row
+    (:func:`lgcexp.issues.explain.labelled_neighbours`)."""
+    return [tuple((int(j), float(w), "w") for j, w in zip(js, ws))
+            for js, ws in labelled_neighbours(W, labeled, y, rows, m, cls=np.asarray(cls))]
 
 
 def feature_neighbours(X: Any, labeled: np.ndarray, y: np.ndarray, points: np.ndarray, cls: np.ndarray,
