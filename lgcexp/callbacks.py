@@ -42,7 +42,7 @@ _LAST: dict[str, Any] | None = None
 #: the running sweep, as the launching process sees it: the output directory of every job launched (from
 #: lgcexp's sweeper), entries it recorded itself (a job whose worker died; a ledger file that could not be
 #: written by a job run in this process) and when the sweep started
-_SWEEP: dict[str, Any] = {"launched": {}, "entries": [], "start": 0.0}
+_SWEEP: dict[str, Any] = {"launched": {}, "entries": [], "start": 0.0, "relaunched": set()}
 #: precedence of the statuses of one job directory recorded twice (a batch relaunched after a worker died)
 _RANK = {"done": 2, "skipped": 1, "failed": 0}
 NO_OUTCOME = ("no outcome recorded: its worker died, or its ledger entry could not be written "
@@ -52,6 +52,12 @@ NO_OUTCOME = ("no outcome recorded: its worker died, or its ledger entry could n
 def note_launched(out_dir: str) -> None:
     """Called by lgcexp's sweeper for every job it launched (so a job that records nothing still counts)."""
     _SWEEP["launched"][str(Path(out_dir).resolve())] = None
+
+
+def note_relaunched(out_dir: str) -> None:
+    """Called by lgcexp's sweeper for every job of a batch it relaunches one at a time (a worker died): such a
+    job may have finished before the pool was killed, without recording it."""
+    _SWEEP["relaunched"].add(str(Path(out_dir).resolve()))
 
 
 def note_failed(out_dir: str, error: str) -> None:
@@ -129,7 +135,7 @@ class SweepLedger(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _LAST
         _LAST = None
-        _SWEEP.update(launched={}, entries=[], start=time.time())
+        _SWEEP.update(launched={}, entries=[], start=time.time(), relaunched=set())
         root = Path(str(config.hydra.sweep.dir)).resolve() / LEDGER_DIR
         _remove_dead_ledgers(root)
         ledger = root / f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -185,9 +191,11 @@ class SweepLedger(Callback):
             shown.setdefault(d, str(e.get("dir")))
             if d not in by_dir or _RANK[status] > _RANK[by_dir[d]]:
                 by_dir[d] = status
-        # a launched job with no entry: its files say what became of it
+        # a launched job with no entry: its files say what became of it; a relaunched job "skipped, already
+        # done" finished in its batch before the pool was killed, unrecorded: its result's time says whether
+        # that was during this sweep (done) or before it (skipped)
         for d in _SWEEP["launched"]:
-            if d not in by_dir:
+            if d not in by_dir or (by_dir[d] == "skipped" and d in _SWEEP["relaunched"]):
                 by_dir[d] = _status_from_files(Path(d), _SWEEP["start"])
         if ledger is None and not by_dir:
             log.warning("the sweep's jobs could not be counted (no ledger, no launch record)")
@@ -198,7 +206,7 @@ class SweepLedger(Callback):
         counts["failed_dirs"] = [shown.get(d, d) for d, s in by_dir.items() if s == "failed"]
         _LAST = counts
         print(summary_line(counts, str(Path(str(config.hydra.sweep.dir)).resolve())), flush=True)
-        _SWEEP.update(launched={}, entries=[])
+        _SWEEP.update(launched={}, entries=[], relaunched=set())
         if ledger is not None:
             shutil.rmtree(ledger, ignore_errors=True)
             try:

@@ -245,6 +245,43 @@ def test_a_sweep_job_that_records_nothing_is_counted_failed(tmp_path, monkeypatc
     assert "lgcexp: sweep finished: 0 done, 0 skipped, 1 failed" in capsys.readouterr().out
 
 
+
+def test_a_job_finished_in_a_killed_batch_counts_done(tmp_path, capsys):
+    """A batch's pool is killed after one job wrote its result but before its worker recorded it: relaunched,
+    that job is "skipped, already done", yet it was done in this sweep; a relaunched job whose result is older
+    than the sweep stays skipped (the race behind test_a_killed_parallel_worker_does_not_abort_the_sweep)."""
+    import os
+    import time
+
+    from omegaconf import OmegaConf
+
+    from lgcexp import callbacks
+    from lgcexp.runner import _OUTCOMES, SKIPPED, JobOutcome
+
+    sweep_dir = tmp_path / "multirun"
+    old, new = sweep_dir / "old", sweep_dir / "new"
+    for d in (old, new):
+        d.mkdir(parents=True)
+        (d / "result.json").write_text("{}")
+    os.utime(old / "result.json", (time.time() - 3600, time.time() - 3600))  # from an earlier sweep
+    cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}, "mode": "MULTIRUN"}})
+    ledger = callbacks.SweepLedger()
+    ledger.on_multirun_start(cfg)
+    later = time.time() + 1  # written during this sweep, in the killed batch (the file clock is coarser)
+    os.utime(new / "result.json", (later, later))
+    from hydra.core.utils import JobReturn, JobStatus
+
+    for num, d in enumerate((old, new)):
+        callbacks.note_relaunched(str(d))
+        callbacks.note_launched(str(d))
+        _OUTCOMES[str(d.resolve())] = JobOutcome(SKIPPED, d)
+        job = OmegaConf.create({"hydra": {"mode": "MULTIRUN", "runtime": {"output_dir": str(d)},
+                                          "job": {"num": num}}})
+        ledger.on_job_end(job, JobReturn(status=JobStatus.COMPLETED))
+    ledger.on_multirun_end(cfg)
+    assert "lgcexp: sweep finished: 1 done, 1 skipped, 0 failed" in capsys.readouterr().out
+
+
 # ---- issue 36: legitimate runs that will not do what an option says warn, in the log and in result.json ------
 
 def test_warnings_are_logged_and_recorded(tmp_path, caplog):

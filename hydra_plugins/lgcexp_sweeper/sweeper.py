@@ -194,7 +194,7 @@ class _CountingLauncher:
     def launch(self, job_overrides, initial_job_idx: int):
         from hydra.core.utils import JobReturn, JobStatus
 
-        from lgcexp.callbacks import note_failed
+        from lgcexp.callbacks import note_failed, note_relaunched
 
         try:
             results = self.inner.launch(job_overrides, initial_job_idx=initial_job_idx)
@@ -206,6 +206,10 @@ class _CountingLauncher:
                       len(job_overrides), why)
         out = []
         for i, job in enumerate(job_overrides):
+            try:
+                note_relaunched(self.job_dir(list(job)))
+            except BaseException:  # the job's directory cannot be composed: its launch below says why
+                pass
             try:
                 results = self.inner.launch([job], initial_job_idx=initial_job_idx + i)
                 self._note(results)
