@@ -58,9 +58,12 @@ def load_cells(name: str) -> tuple[np.ndarray, np.ndarray]:
     return load(name)
 
 
-def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape: tuple | None = None) -> dict:
+def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape: tuple | None = None,
+               dump: Path | None = None) -> dict:
     """Every rule on one fit: the command's stages with ``find_label_issues``' defaults for a fully labelled
-    set (LGC on the kNN graph, the out-of-fold feature view), the cuts applied to the same views."""
+    set (LGC on the kNN graph, the out-of-fold feature view), the cuts applied to the same views. ``dump``: an
+    npz path that receives the fit's views (``evidence``, ``feature_view``), ``y_obs`` and ``wrong``, for
+    studying cuts and counts offline."""
     from lgcexp import find_label_issues
     from lgcexp.algorithms import make_algorithm
     from lgcexp.graph.knn import KnnGraph
@@ -75,6 +78,10 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape:
     J = fit_on_graph(KnnGraph(k=10, sigma="mean"), make_algorithm(default_method(n, n), {}), X, labeled, y_obs, c,
                      features=X, image_shape=image_shape).issues
     seconds = time.perf_counter() - t0
+    if dump is not None:
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(dump, evidence=J.evidence, y_obs=y_obs, wrong=wrong,
+                            feature_view=J.feature_view if J.features else np.zeros((0, c)))
     views = [J.evidence] + ([J.feature_view] if J.features else [])
     named = clear_classes(views, y_obs)
     clear = (named >= 0) & (named != y_obs)
@@ -107,9 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noises", nargs="+", default=list(NOISES))
     ap.add_argument("--rates", nargs="+", type=float, default=list(RATES))
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--first-seed", type=int, default=0, help="resume: the first seed to run")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--no-image-view", action="store_true",
                     help="judge image data with the network on principal axes (the view before the image view)")
+    ap.add_argument("--dump", default=None, help="a folder receiving each cell's views as npz (offline study)")
     a = ap.parse_args(argv)
     from lgcexp.noise import make_noise
 
@@ -119,11 +128,13 @@ def main(argv: list[str] | None = None) -> int:
         c = int(y.max()) + 1
         for noise in a.noises:
             for rate in a.rates:
-                for seed in range(a.seeds):
+                for seed in range(a.first_seed, a.seeds):
                     y_obs, flipped = make_noise(noise, rate=rate).corrupt(y, c, seed, X=X)
                     r = {"dataset": name, "noise": noise, "rate": rate, "seed": seed,
                          **judge_cell(X, np.asarray(y_obs), np.asarray(flipped, dtype=bool),
-                                      None if a.no_image_view else IMAGE_SHAPES.get(name))}
+                                      None if a.no_image_view else IMAGE_SHAPES.get(name),
+                                      None if a.dump is None else
+                                      Path(a.dump) / f"{name}_{noise}_{rate:g}_{seed}.npz")}
                     rows.append(r)
                     print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
                     write_rows(rows, Path(a.out) / "low_rates.csv")
