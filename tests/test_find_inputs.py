@@ -9,7 +9,13 @@ import scipy.sparse as sp
 from conftest import two_clusters
 
 from lgcexp.errors import UserError
-from lgcexp.issues.count import calibrate_temperature, clear_classes, count_cut, estimate_wrong_labels
+from lgcexp.issues.count import (
+    calibrate_temperature,
+    calibrate_under_noise,
+    clear_classes,
+    count_cut,
+    estimate_wrong_labels,
+)
 from lgcexp.issues.find import find_label_issues
 
 
@@ -142,15 +148,54 @@ def test_count_against_hand_computation():
     np.add.at(C, (y[named >= 0], named[named >= 0]), 1)
     N = C * (np.bincount(y, minlength=3) / C.sum(axis=1))[:, None]  # rows scaled to the label counts
     assert estimate_wrong_labels(P, y) == round(N.sum() - np.trace(N))
-    # two views: counted only where both name the same class clearly
+    # two views: each calibrated under label noise, counted only where both name the same class clearly
     other = P[:, [1, 0, 2]]
-    Q2, _ = calibrate_temperature(other, y)
-    named2 = np.where(Q2.max(axis=1) > 0.5, Q2.argmax(axis=1), -1)
-    both = np.where((named == named2) & (named >= 0), named, -1)
-    assert (clear_classes([P, other], y) == both).all() and (both >= 0).sum() < (named >= 0).sum()
+    named1, named2 = (np.where(Q.max(axis=1) > 0.5, Q.argmax(axis=1), -1)
+                      for Q in (calibrate_under_noise(V, y)[0] for V in (P, other)))
+    both = np.where((named1 == named2) & (named1 >= 0), named1, -1)
+    assert (clear_classes([P, other], y) == both).all() and (both >= 0).sum() < (named1 >= 0).sum()
     ll = lambda t: np.mean(np.log((P ** (1 / t) / (P ** (1 / t)).sum(1, keepdims=True))[np.arange(8), y]))  # noqa
     assert ll(T) >= max(ll(T * 1.05), ll(T / 1.05)) - 1e-9
     assert count_cut(P, y, 2).tolist() == [False, False, True, False, False, False, False, True]
+
+
+def _noisy_likelihood(P, y, T, rho):
+    """The mean log-likelihood of the given labels under uniform noise, written out directly."""
+    c = P.shape[1]
+    Q = P ** (1 / T)
+    Q /= Q.sum(axis=1, keepdims=True)
+    s = Q[np.arange(y.size), y]
+    return np.mean(np.log((1 - rho) * s + rho * (1 - s) / (c - 1)))
+
+
+def test_calibration_under_noise_recovers_the_rate_and_the_temperature():
+    rng = np.random.default_rng(3)
+    n, c = 6000, 5
+    Q = rng.dirichlet(np.full(c, 0.3), size=n)  # the true class distribution of each point
+    truth = (Q.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    P = Q ** 2 / (Q ** 2).sum(axis=1, keepdims=True)  # over-confident: temperature 2 undoes it
+    for rho in (0.0, 0.1, 0.4):
+        y = truth.copy()
+        flip = rng.random(n) < rho
+        y[flip] = (y[flip] + rng.integers(1, c, flip.sum())) % c
+        Qhat, T, r = calibrate_under_noise(P, y)
+        assert abs(T - 2.0) < 0.15 and abs(r - rho) < 0.03, (rho, T, r)
+        np.testing.assert_allclose(Qhat.sum(axis=1), 1.0)
+        # a maximum of the likelihood written out independently (within the bounds)
+        best = _noisy_likelihood(P, y, T, r)
+        for dT, dr in ((1.02, 0), (1 / 1.02, 0), (1, 0.01), (1, -0.01)):
+            if 0 <= r + dr <= (c - 1) / c:
+                assert best >= _noisy_likelihood(P, y, T * dT, r + dr) - 1e-9
+        if rho == 0.4:  # temperature alone reads the noise as doubt: a much flatter distribution
+            assert calibrate_temperature(P, y)[1] > 1.5 * T
+    # without noise in the labels it is plain temperature calibration
+    Q0, T0 = calibrate_temperature(P, truth)
+    Qn, Tn, r0 = calibrate_under_noise(P, truth)
+    assert r0 < 0.005 and abs(Tn - T0) < 0.05 * T0
+    # rows without evidence stay zero
+    P2 = P[:10].copy()
+    P2[4] = 0.0
+    assert (calibrate_under_noise(P2, truth[:10])[0][4] == 0).all()
 
 
 def test_issue_type_and_evidence_of_each_flag():

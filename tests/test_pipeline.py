@@ -131,6 +131,8 @@ def test_isolet_lgc_end_to_end(tmp_path, data_dir):
     assert r["acc_labeled"] == pytest.approx(0.40, abs=0.001)  # LGC keeps the noisy labels
     assert 0.68 < r["acc_unlabeled"] < 0.76
     assert r["graph"]["sigma"] == 100.0
+    # the count at 60 % noise with 26 classes: calibrated by temperature alone it fell to 0 (docs/label_issues.md#count)
+    assert abs(r["detect_estimated_issues"] - 624) < 0.25 * 624
 
 
 @pytest.mark.mnist
