@@ -10,8 +10,10 @@ from conftest import two_clusters
 
 from lgcexp.errors import UserError
 from lgcexp.issues.count import (
+    MATERIAL_NOISE,
     calibrate_temperature,
     calibrate_under_noise,
+    calibrate_view,
     clear_classes,
     count_cut,
     estimate_wrong_labels,
@@ -148,10 +150,16 @@ def test_count_against_hand_computation():
     np.add.at(C, (y[named >= 0], named[named >= 0]), 1)
     N = C * (np.bincount(y, minlength=3) / C.sum(axis=1))[:, None]  # rows scaled to the label counts
     assert estimate_wrong_labels(P, y) == round(N.sum() - np.trace(N))
-    # two views: each calibrated under label noise, counted only where both name the same class clearly
+    # two views: counted only where both name the same class clearly (each calibrated as calibrate_view does:
+    # under noise where the fitted rate is material, here it is -- the other view contradicts half the labels)
     other = P[:, [1, 0, 2]]
-    named1, named2 = (np.where(Q.max(axis=1) > 0.5, Q.argmax(axis=1), -1)
-                      for Q in (calibrate_under_noise(V, y)[0] for V in (P, other)))
+    assert calibrate_under_noise(other, y)[2] > MATERIAL_NOISE
+    np.testing.assert_allclose(calibrate_view(other, y), calibrate_under_noise(other, y)[0])
+    assert calibrate_under_noise(P, y)[2] <= MATERIAL_NOISE  # P: temperature alone
+    np.testing.assert_allclose(calibrate_view(P, y), Q)
+    named1 = named
+    named2 = np.where(calibrate_under_noise(other, y)[0].max(axis=1) > 0.5,
+                      calibrate_under_noise(other, y)[0].argmax(axis=1), -1)
     both = np.where((named1 == named2) & (named1 >= 0), named1, -1)
     assert (clear_classes([P, other], y) == both).all() and (both >= 0).sum() < (named1 >= 0).sum()
     ll = lambda t: np.mean(np.log((P ** (1 / t) / (P ** (1 / t)).sum(1, keepdims=True))[np.arange(8), y]))  # noqa
@@ -314,3 +322,20 @@ def test_bad_metric_one_line(kw, match):
         args["pred_probs"] = P
     with pytest.raises(UserError, match=match):
         find_label_issues(labels=y, **args)
+
+
+def test_auto_cut_flags_the_count_where_every_point_is_labelled():
+    """cut="auto" (the default): as many flags as the estimate where every point carries a label; the paper's
+    consensus where labels were sampled; an explicit cut is kept."""
+    from lgcexp.issues.options import resolve_cut
+
+    assert resolve_cut("auto", True) == "count" and resolve_cut("auto", False) == "consensus"
+    assert resolve_cut("suggested", True) == "suggested"
+    X, labels, _ = _problem()
+    df = find_label_issues(X, labels, method="lgc")
+    assert df.attrs["cut"] == "count" and df["is_label_issue"].sum() == df.attrs["estimated_issues"]
+    sampled = labels.copy()
+    sampled[::3] = -1
+    df2 = find_label_issues(X, sampled, method="lgc")
+    assert df2.attrs["cut"] == "consensus"
+    assert find_label_issues(X, labels, method="lgc", cut="suggested").attrs["cut"] == "suggested"

@@ -122,16 +122,18 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     :mod:`lgcexp.algorithms`) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on
     ``X``); None: :func:`default_method`. A dense method that cannot fit in memory is refused before any work.
     ``cut``, ``features``, ``folds``, ``min_agreement``, ``threshold``, ``min_per_class``: the six ``detect``
-    options (:class:`DetectOptions`; ``cut`` None: ``count`` for ``pred_probs`` alone, else ``consensus``).
+    options (:class:`DetectOptions`; ``cut`` None: ``count`` for ``pred_probs`` alone, else ``auto``: ``count``
+    where every point is labelled, ``consensus`` where some are not, :func:`lgcexp.issues.options.resolve_cut`).
     ``clean_labels``: trusted labels where known (same form as ``labels``), only to add ``is_flipped``; never
     used to judge. ``cache``: a :class:`lgcexp.cache.Cache` (or a directory) for the graph and P_LL. No
     argument is modified.
 
     ``df.attrs["estimated_issues"]``: the estimated number of wrong labels (the one count,
     :func:`lgcexp.issues.count.estimate_wrong_labels`); ``df.attrs["expected_issues"]``: the sum of the column
-    ``issue_probability`` (a sum of doubts, which overestimates the count); ``df.attrs["method"]``: the method
-    used (``pred_probs`` where they alone judged). ``evidence=True``: returns (that table, the evidence of
-    every flag: :func:`lgcexp.issues.explain.evidence_frame`, the table of ``label_issue_evidence.csv``).
+    ``issue_probability`` (a sum of doubts, which overestimates the count); ``df.attrs["cut"]``: the cut
+    applied; ``df.attrs["method"]``: the method used (``pred_probs`` where they alone judged).
+    ``evidence=True``: returns (that table, the evidence of every flag:
+    :func:`lgcexp.issues.explain.evidence_frame`, the table of ``label_issue_evidence.csv``).
     Column ``issue_type``: ``wrong`` (the evidence clearly names another class) or ``ambiguous`` (it is split)
     for a flagged label, the clearly wrong first.
 
@@ -176,7 +178,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
         P = check_pred_probs(pred_probs, n, classes)[labeled]
     alone = P is not None and X is None and graph is None
     if cut is None:
-        cut = "count" if alone else "consensus"
+        cut = "count" if alone else "auto"
     opts = DetectOptions(cut=cut, features=bool(features), folds=folds, min_agreement=min_agreement,
                          threshold=threshold, min_per_class=min_per_class)
     opts._validate_params("")
@@ -215,7 +217,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
             Xl = np.asarray(X[labeled], dtype=np.float64)
             judgement = LabelJudgement(probs=knn_oof_probs(Xl, y, c, k=min(10, max(1, labeled.size - 1))),
                                        source="knn: out-of-sample 10-NN class frequencies")
-            judged = judge(judgement, y, DetectOptions(**{**opts.get_params(), "features": False}), view=P)
+            judged = judge(judgement, y, DetectOptions(**{**opts.get_params(), "features": False}), view=P,
+                           every_point_labelled=labeled.size == n)
         else:
             from ..algorithms import make_algorithm
             from ..stages import fit_on_graph
@@ -247,6 +250,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
     df.attrs["estimated_issues"] = judged.estimated_issues  # the estimated number of wrong labels (the one count)
     df.attrs["expected_issues"] = judged.expected_issues  # the sum of issue_probability (a sum of doubts)
     df.attrs["method"] = method
+    df.attrs["cut"] = judged.cut  # the cut applied (``auto`` resolved: count or consensus)
     df.attrs["feature_model"] = judged.feature_model  # the second view's model (None: none was used)
     if evidence:
         from .explain import evidence_frame

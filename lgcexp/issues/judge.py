@@ -12,7 +12,7 @@ import numpy as np
 from .count import estimate_wrong_labels
 from .cuts import decide, issue_probability
 from .judgement import LabelJudgement, label_quality, suggested_labels
-from .options import DetectOptions
+from .options import DetectOptions, resolve_cut
 from .views import RowSubset, choose_feature_model, combine_views, feature_probs, view_rows
 
 __all__ = ["JudgedLabels", "judge", "judge_labels", "judge_run"]
@@ -70,7 +70,8 @@ def _options(options: DetectOptions | Mapping[str, Any] | None) -> DetectOptions
 
 def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOptions | Mapping[str, Any] | None = None,
           X: Any = None, feature_model: str = "lda",
-          view: np.ndarray | None = None, image_shape: Any = None) -> JudgedLabels | None:
+          view: np.ndarray | None = None, image_shape: Any = None,
+          every_point_labelled: bool = False) -> JudgedLabels | None:
     """Quality, suggestion and decision from a method's judgement under the ``detect`` options (None when
     the method does not judge labels). ``X``: the features of the labelled points (same order as ``y``), for
     the feature view; None (or ``features=false``) leaves it out; ``feature_model``: its model
@@ -78,7 +79,8 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
     shape for ``cnn``). ``view``: an out-of-fold
     distribution of the labelled points given by the user (``pred_probs``, :mod:`lgcexp.issues.pred_probs`),
     taken as the second view instead of fitting one on ``X`` (no agreement gate: it is the user's model; its
-    agreement is still recorded). ``cut=method`` falls back to
+    agreement is still recorded). ``cut=auto`` is :func:`resolve_cut` of ``every_point_labelled``. ``cut=method``
+    falls back to
     ``consensus`` for a method that has no verdict of its own (logged)."""
     if judgement is None:
         return None
@@ -103,7 +105,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
             if agreement >= opts.min_agreement:
                 probs, used = combine_views(evidence, fp), True
                 views.append(fp)
-    cut = opts.cut
+    cut = resolve_cut(opts.cut, every_point_labelled)
     if cut == "method" and judgement.decision is None:
         import logging
 
@@ -137,7 +139,8 @@ def judge_labels(judgement: LabelJudgement | None, labeled: np.ndarray, y: np.nd
     Xl = None
     if opts.features and view is None and X is not None:
         Xl = RowSubset(X, labeled) if model == "cnn" else view_rows(X, labeled, standardize=model != "mlp")
-    return judge(judgement, y, opts, X=Xl, feature_model=model, view=view, image_shape=image_shape)
+    return judge(judgement, y, opts, X=Xl, feature_model=model, view=view, image_shape=image_shape,
+                 every_point_labelled=len(labeled) == n)
 
 
 def judge_run(algorithm: Any, split: Any, options: DetectOptions | Mapping[str, Any] | None = None,

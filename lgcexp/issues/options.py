@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from ..params import Boolean, Configurable, Interval, Options
 
-__all__ = ["CL_FILTERS", "CUTS", "DetectOptions"]
+__all__ = ["CL_FILTERS", "CUTS", "DetectOptions", "resolve_cut"]
 
 #: the confident-learning filters (Northcutt et al. 2021, section 3.2)
 CL_FILTERS = ("prune_by_noise_rate", "prune_by_class", "both", "confident_joint")
 
 
-#: decision rules: ``consensus`` (default), ``suggested``, confident learning (each filter), ``threshold``,
-#: ``method``, ``count``
-CUTS = ("consensus", "suggested", *CL_FILTERS, "threshold", "method", "count")
+#: decision rules: ``auto`` (default: ``count`` or ``consensus``, :func:`resolve_cut`), ``consensus``,
+#: ``suggested``, confident learning (each filter), ``threshold``, ``method``, ``count``
+CUTS = ("auto", "consensus", "suggested", *CL_FILTERS, "threshold", "method", "count")
+
+
+def resolve_cut(cut: str, every_point_labelled: bool) -> str:
+    """The cut ``auto`` stands for: ``count`` where every point carries a label (a user's data set, the fully
+    labelled benchmarks: real data have 0.1-5 % wrong labels, where cutting at the count beat ``consensus``
+    in 24 of 27 cells at 0.5-5 %, docs/label_issues.md#count), ``consensus`` where labels were sampled (the
+    paper's protocol, 10-60 % noise, where it was measured). Any other cut is returned as given."""
+    if cut != "auto":
+        return cut
+    return "count" if every_point_labelled else "consensus"
 
 
 class DetectOptions(Configurable):
@@ -27,7 +37,9 @@ class DetectOptions(Configurable):
     geometric mean of the two views (:func:`combine_views`), else the method's evidence alone. ``folds``:
     folds of the feature view. ``cut``: one of :data:`CUTS`:
 
-    - ``consensus`` (default): flagged where the method's evidence *and* the reported distribution both
+    - ``auto`` (default): ``count`` where every point is labelled, ``consensus`` where labels were sampled
+      (:func:`resolve_cut`); the record's ``detect_cut`` names the one applied;
+    - ``consensus``: flagged where the method's evidence *and* the reported distribution both
       prefer another class (without the feature view: the same as ``suggested``);
     - ``suggested``: flagged where the reported distribution prefers another class;
     - ``prune_by_noise_rate``, ``prune_by_class``, ``both``, ``confident_joint``: confident learning on the
@@ -35,7 +47,7 @@ class DetectOptions(Configurable):
     - ``threshold``: flagged where the quality is below ``threshold``;
     - ``method``: the method's own verdict (AutoL: omega <= 0; SIIS: corrected labels);
     - ``count``: the estimated number of wrong labels (:func:`lgcexp.issues.count.estimate_wrong_labels`),
-      lowest quality first (the default of ``find_label_issues(labels, pred_probs=...)``).
+      lowest quality first (``auto``'s choice where every point is labelled, and for ``pred_probs`` alone).
     """
 
     name = "detect"
@@ -49,7 +61,7 @@ class DetectOptions(Configurable):
         "min_per_class": [Interval("int", 0, None)],
     }
 
-    def __init__(self, cut: str = "consensus", features: bool = True, folds: int = 5, min_agreement: float = 0.8,
+    def __init__(self, cut: str = "auto", features: bool = True, folds: int = 5, min_agreement: float = 0.8,
                  threshold: float = 0.5, min_per_class: int = 1):
         self.cut = cut
         self.features = features
