@@ -10,6 +10,7 @@ matrix and the same labelled sets (``labels.per_class``, seeds 0..trials-1).
     python -m benchmarks poisson noise --trials 20         # poissonL vs Poisson vs AutoL, 5 per class, 20/40 % noise
     python -m benchmarks poisson features --features vae --epochs 100   # 10-NN accuracy of the representation
     python -m benchmarks poisson summary --tag _x          # the tables of a (possibly partial) noise run's rows
+    python -m benchmarks poisson mbo --features vae --epochs 100 --mbo-priors true --repeats 2   # MBO steps, old vs new
 
 Each part writes results/bench/poisson_<part><tag>.json (per-trial figures) and prints a summary; ``protocol``
 and ``noise`` also append every trial to results/bench/poisson_<part><tag>_rows.jsonl as it finishes.
@@ -201,6 +202,101 @@ def timing(args):
             "accuracy": {k: v for k, v in res.items() if k.endswith("_acc")}}
 
 
+def mbo_plain_steps(g, U0, B, b, n_classes, Ns=40, mu=1.0, T=20):
+    """Poisson-MBO's steps after the Poisson solve as they were first written (the dense-row update over all
+    rows, every projection sorting all rows); returns (decisions, heat seconds, projection seconds)."""
+    import scipy.sparse as sp
+
+    from lgcexp.algorithms.base import one_hot
+    from lgcexp.priors import volume_projection
+
+    d = g.degree
+    dt = 1.0 / d.max()
+    src = (mu * dt) * B
+    keep = (1.0 - dt * d)[:, None]
+    Wdt = sp.csr_matrix(g.W * dt)
+    labels, weights, t_heat, t_proj = U0.argmax(axis=1), None, 0.0, 0.0
+    for _ in range(T):
+        t = time.perf_counter()
+        U = one_hot(labels, n_classes)
+        for _ in range(Ns):
+            U = keep * U + Wdt @ U + src
+        t_heat += time.perf_counter() - t
+        t = time.perf_counter()
+        F, weights, _ = volume_projection(U, b, weights=weights, sorted_share=1.0)
+        labels = F.argmax(axis=1)
+        t_proj += time.perf_counter() - t
+    return labels, t_heat, t_proj
+
+
+def mbo_fast_steps(g, U0, B, b, n_classes, Ns=40, mu=1.0, T=20):
+    """The same steps as :class:`lgcexp.algorithms.poisson_mbo.PoissonMBO` takes them now (renumbered rows,
+    one product a heat step, the projection sorting only the rows near the cuts); same return as
+    :func:`mbo_plain_steps` (the set-up, numbering included, counted as heat)."""
+    from lgcexp.algorithms.base import one_hot
+    from lgcexp.algorithms.poisson_mbo import HeatSteps
+    from lgcexp.priors import volume_projection
+
+    t = time.perf_counter()
+    d = g.degree
+    dt = 1.0 / d.max()
+    heat = HeatSteps(g.W, 1.0 - dt * d, dt, (mu * dt) * B)
+    labels, weights, t_heat, t_proj = heat.to_new(U0.argmax(axis=1)), None, time.perf_counter() - t, 0.0
+    for _ in range(T):
+        t = time.perf_counter()
+        U = heat.run(one_hot(labels, n_classes), Ns)
+        t_heat += time.perf_counter() - t
+        t = time.perf_counter()
+        F, weights, _ = volume_projection(U, b, weights=weights)
+        labels = F.argmax(axis=1)
+        t_proj += time.perf_counter() - t
+    return heat.to_old(labels), t_heat, t_proj
+
+
+def mbo(args):
+    """Poisson-MBO's steps after the Poisson solve, first version vs now, on the same graph, labelled sets
+    (seed 0 at each ``--ks``) and Poisson solution: seconds (best of ``--repeats``) and whether every
+    prediction is identical; the whole fit (``make_algorithm('poissonMBO')``) is checked against them too."""
+    from lgcexp.algorithms import make_algorithm
+    from lgcexp.algorithms.base import one_hot
+    from lgcexp.algorithms.poisson import Poisson, poisson_sources
+    from lgcexp.labels import sample_per_class
+
+    g, y, _, _ = setting_graph(args)
+    c = int(y.max()) + 1
+    priors = "uniform" if args.mbo_priors == "uniform" else (np.bincount(y) / y.size).tolist()
+    b = np.full(c, 1.0 / c) if priors == "uniform" else np.asarray(priors)
+    rows = []
+    for k in args.ks:
+        lab = sample_per_class(y, k, 0)
+        B = poisson_sources(g.n, lab, one_hot(y[lab], c))
+        t = time.perf_counter()
+        U0, _ = Poisson().solve(g.W, B, lab)
+        row = {"per_class": k, "seed": 0, "poisson_solve_s": time.perf_counter() - t}
+        preds = {}
+        for name, fn in [("plain", mbo_plain_steps), ("fast", mbo_fast_steps)]:
+            for _ in range(args.repeats):
+                p, th, tp = fn(g, U0, B, b, c)
+                for key, v in [("heat_s", th), ("projection_s", tp), ("steps_s", th + tp)]:
+                    row[f"{name}_{key}"] = min(row.get(f"{name}_{key}", np.inf), v)
+                if name in preds and not np.array_equal(preds[name], p):
+                    raise SystemExit(f"mbo: {name} steps not deterministic")
+                preds[name] = p
+        t = time.perf_counter()
+        fit = make_algorithm("poissonMBO", {"priors": priors}).fit(g, lab, y[lab], c).predict()
+        row["fit_s"] = time.perf_counter() - t
+        row["identical_predictions"] = int(np.sum(preds["plain"] == preds["fast"]))
+        row["fit_identical_predictions"] = int(np.sum(fit == preds["plain"]))
+        row["n"] = int(g.n)
+        row["accuracy"] = acc_unlabeled(preds["fast"], y, lab)
+        for key in ("heat_s", "projection_s", "steps_s"):
+            row[f"speedup_{key[:-2]}"] = row[f"plain_{key}"] / row[f"fast_{key}"]
+        rows.append(row)
+        print(json.dumps({k2: (round(v, 3) if isinstance(v, float) else v) for k2, v in row.items()}), flush=True)
+    return {"rows": rows, "all_identical": all(r["identical_predictions"] == r["n"] == r["fit_identical_predictions"]
+                                               for r in rows)}
+
+
 def noise_settings(args):
     """(noise model name, rate) pairs: 0 % once (no noise), then every ``--noise`` model at every positive rate."""
     out = [("none", 0.0)] if 0.0 in args.rates else []
@@ -317,7 +413,7 @@ def features_quality(args):
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("protocol", "timing", "noise", "features", "summary"))
+    ap.add_argument("part", choices=("protocol", "timing", "noise", "features", "summary", "mbo"))
     ap.add_argument("--dataset", default="mnist", choices=("mnist", "isolet"))
     ap.add_argument("--features", default="raw", choices=("raw", "vae", "pca"))
     ap.add_argument("--epochs", type=int, default=None, help="features=vae: passes over the data (default: auto)")
@@ -327,10 +423,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--priors", action="store_true", help="protocol: also Poisson with uniform class priors")
     ap.add_argument("--tag", default="", help="suffix of the output file name")
-    ap.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5], help="protocol: labels per class")
+    ap.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5], help="protocol, mbo: labels per class")
     ap.add_argument("--mbo-trials", type=int, default=3)
     ap.add_argument("--mbo-priors", default="uniform", choices=("uniform", "true"),
-                    help="protocol: Poisson-MBO's class priors (true: the data's class fractions)")
+                    help="protocol, mbo: Poisson-MBO's class priors (true: the data's class fractions)")
     ap.add_argument("--gl-trials", type=int, default=None, help="protocol: GraphLearning on the first N (default all)")
     ap.add_argument("--gl-own-graph", action="store_true",
                     help="protocol: also GraphLearning's Poisson on its own kernel's graph of the same features")
@@ -346,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     res = {"protocol": protocol, "timing": timing, "noise": noise, "features": features_quality,
-           "summary": summary_table}[args.part](args)
+           "summary": summary_table, "mbo": mbo}[args.part](args)
     res["wall_s"] = round(time.perf_counter() - t, 1)
     res["loadavg"] = os.getloadavg()
     res["argv"] = vars(args)

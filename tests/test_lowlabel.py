@@ -36,7 +36,8 @@ def test_committed_tables_rebuild_byte_for_byte(tmp_path):
 
 def test_docs_blocks_are_the_committed_tables():
     blocks = lowlabel.doc_blocks(DOC)
-    assert {"lowlabel_digits.md", "lowlabel_digits_noise_k5.md", "lowlabel_mnist_raw.md"} <= set(blocks)
+    assert {"lowlabel_digits.md", "lowlabel_digits_noise_k5.md", "lowlabel_mnist_raw.md", "lowlabel_mnist.md",
+            "lowlabel_mnist_mbo.md"} <= set(blocks)
     for name, body in blocks.items():
         assert body == (TABLES / name).read_text(), f"docs/poisson.md's block {name}: run make tables-lowlabel"
 
@@ -49,6 +50,12 @@ def test_committed_rows_are_the_experiments():
     digits = runs[runs["experiment"] == "lowlabel_digits"]
     assert len(digits) == 7 * 3 * 20  # methods x labels per class x seeds of conf/experiment/lowlabel_digits.yaml
     assert (digits["n_labeled"] == 10 * digits["per_class"]).all()
+    key = re.search(r"\b([0-9a-f]{32})\b", (ROOT / "conf" / "experiment" / "lowlabel_mnist.yaml").read_text()).group(1)
+    for experiment, algo in [("lowlabel_mnist", "poisson"), ("lowlabel_mnist_mbo", "poissonMBO")]:
+        vae = runs[runs["experiment"] == experiment]   # 1 / 3 / 5 labels per class x seeds 0-99, on the recorded codes
+        assert len(vae) == 300 and set(vae["algo"]) == {algo} and (vae["features_key"] == key).all()
+        assert sorted(vae.groupby("per_class")["seed"].apply(lambda s: tuple(sorted(s))).items()) == \
+            [(k, tuple(range(100))) for k in (1, 3, 5)]
 
 
 def _runs(rows):

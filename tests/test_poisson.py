@@ -108,10 +108,12 @@ def plain_volume_projection(F, b, dt=0.1, tol=1e-3, max_iter=10_000, weights=Non
     return Fs * s, s, err, it
 
 
+@pytest.mark.parametrize("share", [1.0, 1 / 64, 1e-9])
 @pytest.mark.parametrize("case", range(6))
-def test_volume_projection_equals_the_plain_loop(case):
+def test_volume_projection_equals_the_plain_loop(case, share):
     """The incremental decisions (only rows whose top class can change are recomputed) give the plain loop's
-    weights bit for bit: skewed, tied (integer-valued, repeated rows), sparse and many-class scores, long runs."""
+    weights bit for bit: skewed, tied (integer-valued, repeated rows), sparse and many-class scores, long runs;
+    with every row kept sorted, the default share near the cuts, and a single row (resets at every step)."""
     rng = np.random.default_rng(100 + case)
     n, c = [(3000, 10), (2000, 4), (5000, 10), (1500, 26), (4000, 3), (2500, 10)][case]
     if case == 1:   # many exact ties: small integers, repeated rows
@@ -125,7 +127,7 @@ def test_volume_projection_equals_the_plain_loop(case):
     if w0 is not None:
         w0 = w0 / w0[0]
     tol = 1e-4 if case == 5 else 1e-3
-    G, s, err = volume_projection(F, b, tol=tol, max_iter=3000, weights=w0)
+    G, s, err = volume_projection(F, b, tol=tol, max_iter=3000, weights=w0, sorted_share=share)
     G0, s0, err0, it = plain_volume_projection(F, b, tol=tol, max_iter=3000, weights=w0)
     assert it > 5                                      # the loop did run
     assert np.array_equal(s, s0) and err == err0 and np.array_equal(G, G0)
@@ -194,6 +196,81 @@ def test_poisson_matches_graphlearning(gl_case, per_class):
     m.fit(lab, y[lab])
     pri = Poisson().fit(g, lab, y[lab], 4, class_priors="uniform")
     assert np.array_equal(pri.predict(), m.predict())
+
+
+def _tied_graph(seed=0):
+    """A random graph, beside it a path a - x - b of unit weights (a and b labelled with different classes, so
+    x's scores tie exactly), two identical unlabelled pairs (tied rows, class 0 by the argmax tie rule) and an
+    isolated point; W's column order inside each row shuffled (the heat steps must keep W's order)."""
+    from lgcexp.graph import Graph
+
+    g0, _ = random_graph(80, 4, seed=seed)
+    n0 = g0.n
+    A = sp.lil_matrix((n0 + 8, n0 + 8))
+    A[:n0, :n0] = g0.W
+    for i, j in [(n0, n0 + 1), (n0 + 1, n0 + 2), (n0 + 3, n0 + 4), (n0 + 5, n0 + 6)]:
+        A[i, j] = A[j, i] = 1.0
+    W = sp.csr_matrix(A)
+    rng = np.random.default_rng(seed)
+    for i in range(W.shape[0]):
+        lo, hi = W.indptr[i], W.indptr[i + 1]
+        o = lo + rng.permutation(hi - lo)
+        W.indices[lo:hi], W.data[lo:hi] = W.indices[o].copy(), W.data[o].copy()
+    W.has_sorted_indices = False
+    labeled = np.array([1, 20, 33, 47, 61, 75, n0, n0 + 2])
+    y_l = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    return Graph(W=W, sigma=1.0, key=f"tied{seed}"), labeled, y_l, 3
+
+
+def plain_poisson_mbo(g, labeled, y_l, c, b, Ns=40, mu=1.0, T=20):
+    """Poisson-MBO written plainly: the dense-row update ``(1 - dt d) U + dt W U + src`` over all rows and the
+    projection's plain loop (every row decided from scratch). Returns (decisions, last heat scores)."""
+    from lgcexp.algorithms.poisson import poisson_sources
+
+    B = poisson_sources(g.n, labeled, np.eye(c)[y_l])
+    labels = Poisson().solve(g.W, B, labeled)[0].argmax(1)
+    d = np.asarray(g.W.sum(1)).ravel()
+    dt = 1.0 / d.max()
+    keep, Wdt, src = (1.0 - dt * d)[:, None], sp.csr_matrix(g.W * dt), (mu * dt) * B
+    w = None
+    for _ in range(T):
+        U = np.eye(c)[labels]
+        for _ in range(Ns):
+            U = keep * U + Wdt @ U + src
+        F, w, _, _ = plain_volume_projection(U, b, weights=w)
+        labels = F.argmax(1)
+    return labels, U
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_poisson_mbo_heat_steps_equal_the_plain_update_bit_for_bit(seed):
+    from lgcexp.algorithms.poisson import poisson_sources
+    from lgcexp.algorithms.poisson_mbo import HeatSteps
+
+    g, labeled, y_l, c = _tied_graph(seed)
+    d = np.asarray(g.W.sum(1)).ravel()
+    dt = 1.0 / d.max()
+    src = 0.7 * dt * poisson_sources(g.n, labeled, np.eye(c)[y_l])
+    heat = HeatSteps(g.W, 1.0 - dt * d, dt, src)
+    assert not np.array_equal(heat.perm, np.arange(g.n))      # the rows were renumbered
+    U = np.eye(c)[np.random.default_rng(seed).integers(0, c, g.n)]
+    ref = U.copy()
+    for _ in range(25):
+        ref = (1.0 - dt * d)[:, None] * ref + sp.csr_matrix(g.W * dt) @ ref + src
+    assert np.array_equal(heat.to_old(heat.run(heat.to_new(U), 25)), ref)
+
+
+@pytest.mark.parametrize("priors", ["uniform", [0.5, 0.3, 0.2]])
+def test_poisson_mbo_equals_the_plain_algorithm_with_ties(priors):
+    g, labeled, y_l, c = _tied_graph(1)
+    b = prior_vector(priors, y_l, c)
+    for T, Ns in [(20, 40), (3, 7)]:
+        ours = make_algorithm("poissonMBO", {"priors": priors, "T": T, "Ns": Ns}).fit(g, labeled, y_l, c)
+        ref, U = plain_poisson_mbo(g, labeled, y_l, c, b, Ns=Ns, T=T)
+        assert np.array_equal(ours.predict(), ref)
+        assert np.array_equal(ours.scores_, np.eye(c)[ref])
+    assert np.unique(U, axis=0).shape[0] < g.n                 # tied rows (the identical pairs)
+    assert ((U.max(1)[:, None] == U).sum(1) == 1).all() and ((U == 0).sum(1) >= 2).any()  # tied runners-up
 
 
 def test_poisson_mbo_and_wnll_match_graphlearning(gl_case):
