@@ -45,7 +45,7 @@ tables-lowlabel:    ## rebuild results/lowlabel/tables/ and docs/poisson.md's ge
 reproduce-detection:  ## the detector tables of docs/label_issues.md, every run redone (hours) -> results/label_issues/, the docs' blocks
 	$(PYTHON) scripts/reproduce_detection.py
 
-reproduce-detection-quick:  ## the same for the digits parts only (~30 min on 2 shared cores); the other rows stay as committed
+reproduce-detection-quick:  ## the same for the digits parts only (~35 min on 2 shared cores); the other rows stay as committed
 	$(PYTHON) scripts/reproduce_detection.py --quick
 
 tables-detection:   ## rebuild the detector tables and docs/label_issues.md's generated blocks from the committed rows in results/label_issues/

@@ -6,15 +6,17 @@ test images, judged with the image view, :mod:`lgcexp.issues.image_view`), noise
 confusion), rate and seed, the same noisy labels judged by:
 
 - ``lgcexp``: ``find_label_issues(X, labels)``'s stages and defaults (the graph's leave-one-out and the
-  out-of-fold feature view — the image view where the rows are images —, ``cut=consensus``), and the same
-  views cut at the estimated count (``cut=count``: the estimate's lowest-quality labels) and by the count's
-  own rule (``clear``: every view names the same other class clearly, :func:`lgcexp.issues.count.clear_classes`);
+  out-of-fold feature view — the image view where the rows are images —, ``cut=auto``, which is ``count``
+  where every point is labelled: the estimate's lowest-quality labels), and the same views cut by
+  ``consensus`` (the default before) and by the count's own rule (``clear``: every view names the same other
+  class clearly, :func:`lgcexp.issues.count.clear_classes`);
 - ``graph alone``: the same fit's leave-one-out without the feature view (``cut=suggested``);
 - ``10-NN + CL``: out-of-fold 10-NN frequencies with confident learning's ``prune_by_noise_rate``;
 - ``view + CL``: the tool's own feature view (its out-of-fold probabilities) with confident learning's
   ``prune_by_noise_rate``.
 
-Columns: F1 of each, the estimated count (``estimated_issues``, :mod:`lgcexp.issues.count`) and the truth.
+Columns: F1 of each, the estimated count (``estimated_issues``, :mod:`lgcexp.issues.count`), the count with
+every view calibrated by temperature alone (the baseline: the rule before calibration under noise) and the truth.
 A second table: the flagged labels that were flipped and those that were clean, and how many of each
 ``issue_type`` calls ``wrong``. Writes ``low_rates.csv`` and ``low_rates.md`` (means over seeds per cell) under
 ``--out``.
@@ -29,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import OUT, header, load, write_rows
+from benchmarks.common import OUT, load, write_rows
 
 RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4)
 NOISES = ("uniform", "idn", "confusion")
@@ -67,7 +69,7 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape:
     from lgcexp import find_label_issues
     from lgcexp.algorithms import make_algorithm
     from lgcexp.graph.knn import KnnGraph
-    from lgcexp.issues.count import clear_classes, count_cut
+    from lgcexp.issues.count import clear_classes, count_cut, estimate_wrong_labels
     from lgcexp.issues.cuts import decide
     from lgcexp.issues.find import default_method
     from lgcexp.stages import fit_on_graph
@@ -87,8 +89,10 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape:
     clear = (named >= 0) & (named != y_obs)
     knn = find_label_issues(X, y_obs, method="knn", cut="prune_by_noise_rate").sort_values("index")
     view_cl = decide(J.feature_view, y_obs, "prune_by_noise_rate") if J.features else None
-    return {"f1_lgcexp": f1_of(J.is_issue, wrong),
+    consensus = decide(J.probs, y_obs, "consensus", evidence=J.evidence)
+    return {"cut": J.cut, "f1_lgcexp": f1_of(J.is_issue, wrong),
             "f1_lgcexp_count": f1_of(count_cut(J.probs, y_obs, J.estimated_issues), wrong),
+            "f1_lgcexp_consensus": f1_of(consensus, wrong), "flagged_consensus": int(consensus.sum()),
             "f1_lgcexp_clear": f1_of(clear, wrong),
             "f1_graph_alone": f1_of(decide(J.evidence, y_obs, "suggested"), wrong),
             "f1_knn_cl": f1_of(knn["is_label_issue"].to_numpy(), wrong),
@@ -100,6 +104,8 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape:
             "f1_count_min": f1_of(count_cut(J.probs, y_obs, min(int(view_cl.sum()), J.estimated_issues)), wrong)
             if J.features else float("nan"),
             "flagged": int(J.is_issue.sum()), "flagged_clear": int(clear.sum()), "estimated": int(J.estimated_issues),
+            # the count as it was before calibration under noise (every view by temperature alone): the baseline
+            "estimated_temperature": estimate_wrong_labels(views, y_obs, under_noise=False),
             "truth": int(wrong.sum()), "feature_view": bool(J.features),
             # wrong versus ambiguous: how the flipped and the clean flagged labels are typed
             "flipped_flagged": int((J.is_issue & wrong).sum()),
@@ -138,34 +144,49 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(r)
                     print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
                     write_rows(rows, Path(a.out) / "low_rates.csv")
-    h = header()
-    md = ["# Counts and flags at low noise rates (every point labelled)", "", f"{h['date']}, {h['machine']}, "
-          f"{a.seeds} seed(s)", "",
-          "| data | noise | rate | truth | estimated | / truth | flagged (consensus) | F1 consensus | F1 cut=count "
-          "| flagged (clear) | F1 clear | F1 graph alone | F1 10-NN + CL | F1 view + CL |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    order = {noise: i for i, noise in enumerate(a.noises)}
-    keys = sorted({(r["dataset"], r["noise"], r["rate"]) for r in rows}, key=lambda k: (k[0], order[k[1]], k[2]))
-    for key in keys:
-        cell = [r for r in rows if (r["dataset"], r["noise"], r["rate"]) == key]
-        m = {k: float(np.mean([r[k] for r in cell])) for k in cell[0] if isinstance(cell[0][k], (int, float))}
-        md.append(f"| {key[0]} | {key[1]} | {key[2]:g} | {m['truth']:.0f} | {m['estimated']:.0f} | "
-                  f"{m['estimated'] / max(m['truth'], 1):.2f} | {m['flagged']:.0f} | {m['f1_lgcexp']:.3f} | "
-                  f"{m['f1_lgcexp_count']:.3f} | {m['flagged_clear']:.0f} | {m['f1_lgcexp_clear']:.3f} | "
-                  f"{m['f1_graph_alone']:.3f} | {m['f1_knn_cl']:.3f} | {m['f1_view_cl']:.3f} |")
-    md += ["", "## Wrong versus ambiguous (issue_type of the flagged labels, summed over the cells)", "",
+    write_md(rows, Path(a.out) / "low_rates.md")
+    print(f"wrote {Path(a.out) / 'low_rates.md'}")
+    return 0
+
+
+def write_md(rows: list[dict], path: Path) -> None:
+    """``low_rates.md``: per data set, one table of means over seeds per (noise, rate) cell (its heading
+    ``## low rates, <data set> (<k> seeds)`` names a docs block, scripts/reproduce_detection.py), then the
+    wrong-versus-ambiguous totals."""
+    md = ["# Counts and flags at low noise rates (every point labelled)", "",
+          "Means over seeds (`python -m benchmarks low_rates`; rebuilt from the rows by "
+          "scripts/reproduce_detection.py).", ""]
+    noises = list(dict.fromkeys(r["noise"] for r in rows))
+    for name in dict.fromkeys(r["dataset"] for r in rows):
+        mine = [r for r in rows if r["dataset"] == name]
+        seeds = len({r["seed"] for r in mine})
+        md += [f"## low rates, {name} ({seeds} seed{'' if seeds == 1 else 's'})", "",
+               "| noise | rate | truth | estimated | / truth | temperature only / truth "
+               "| F1 default (cut at the count) | flagged (consensus) | F1 consensus | F1 graph alone | F1 10-NN + CL "
+               "| F1 view + CL |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        keys = sorted({(r["noise"], r["rate"]) for r in mine}, key=lambda k: (noises.index(k[0]), k[1]))
+        for key in keys:
+            cell = [r for r in mine if (r["noise"], r["rate"]) == key]
+            m = {k: float(np.mean([r[k] for r in cell])) for k in cell[0]
+                 if isinstance(cell[0][k], (int, float, np.integer, np.floating)) and not isinstance(cell[0][k], bool)}
+            t = max(m["truth"], 1)
+            old = f"{m['estimated_temperature'] / t:.2f}" if "estimated_temperature" in m else "–"
+            md.append(f"| {key[0]} | {key[1]:g} | {m['truth']:.0f} | {m['estimated']:.0f} | {m['estimated'] / t:.2f} | "
+                      f"{old} | {m['f1_lgcexp']:.3f} | {m['flagged_consensus']:.0f} | {m['f1_lgcexp_consensus']:.3f} | "
+                      f"{m['f1_graph_alone']:.3f} | {m['f1_knn_cl']:.3f} | {m['f1_view_cl']:.3f} |")
+        md.append("")
+    md += ["## Wrong versus ambiguous (issue_type of the flagged labels, summed over the cells)", "",
            "| data | flipped labels flagged | of them typed wrong | clean labels flagged | of them typed wrong |",
            "|---|---|---|---|---|"]
-    for name in a.datasets:
-        tot = {k: sum(r[k] for r in rows if r["dataset"] == name) for k in
+    for name in dict.fromkeys(r["dataset"] for r in rows):
+        tot = {k: sum(int(r[k]) for r in rows if r["dataset"] == name) for k in
                ("flipped_flagged", "flipped_typed_wrong", "clean_flagged", "clean_typed_wrong")}
         md.append(f"| {name} | {tot['flipped_flagged']} | {tot['flipped_typed_wrong']} "
                   f"({tot['flipped_typed_wrong'] / max(tot['flipped_flagged'], 1):.0%}) | {tot['clean_flagged']} | "
                   f"{tot['clean_typed_wrong']} ({tot['clean_typed_wrong'] / max(tot['clean_flagged'], 1):.0%}) |")
-    Path(a.out).mkdir(parents=True, exist_ok=True)
-    (Path(a.out) / "low_rates.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {Path(a.out) / 'low_rates.md'}")
-    return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(md) + "\n")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ Two tables, each from its per-run rows in ``results/label_issues/``:
   ``## <data set>, noise=<model>`` tables into docs/label_issues.md's block
   ``<!-- detection-table: <data set>, noise=<model> -->`` ... ``<!-- /detection-table -->``.
 
+- the count and the flags at low noise rates, every point labelled (``python -m benchmarks low_rates``):
+  ``low_rates_<part>.csv`` -> ``low_rates.md`` (the benchmark's ``write_md`` over all parts) and each of its
+  ``## low rates, <data set> (<k> seeds)`` tables into the block ``<!-- detection-table: low rates, <data set> -->``.
+
 ``--quick`` reruns the digits parts only (about 30 min on 2 shared cores); the ISOLET and MNIST parts are the
 commands of docs/label_issues.md (hours) and keep their committed rows until rerun.
 """
@@ -38,9 +42,19 @@ PARTS = {
     "isolet_vae": ["--datasets", "isolet", "--seeds", "3", "--lr-pca", "100", "--features", "vae"],
     "mnist": ["--datasets", "--mnist", "--seeds", "5", "--lr-pca", "50"],
 }
-QUICK = ["digits", "digits_vae"]
+#: part -> ``python -m benchmarks low_rates`` arguments (docs/label_issues.md, "How many labels are wrong")
+LOW_PARTS = {
+    "low_rates_digits": ["--datasets", "digits", "--seeds", "3"],
+    "low_rates_isolet": ["--datasets", "isolet", "--seeds", "2", "--rates", "0.01", "0.02", "0.05", "0.1", "0.2",
+                         "0.4"],
+    "low_rates_mnist": ["--datasets", "mnist_test", "--seeds", "1", "--rates", "0.005", "0.01", "0.02", "0.05",
+                        "0.2"],
+}
+QUICK = ["digits", "digits_vae", "low_rates_digits"]
 _WRITE_MD = ("import json, sys; from pathlib import Path; from benchmarks.detect_realistic import write_md; "
              "a = json.load(sys.stdin); write_md(a['rows'], Path(a['path']), a['clv'])")
+_WRITE_LOW_MD = ("import json, sys; from pathlib import Path; from benchmarks.low_rates import write_md; "
+                 "a = json.load(sys.stdin); write_md(a['rows'], Path(a['path']))")
 _BLOCK = re.compile(r"(<!-- detection-table: (?P<name>[^>]+?) -->\n)(?P<body>.*?)(<!-- /detection-table -->)", re.S)
 
 
@@ -55,23 +69,38 @@ def realistic_rows(out: Path = OUT) -> tuple[list[dict], str]:
     return df.to_dict("records"), clv
 
 
+def _render(script: str, payload: dict, path: Path, heading: str) -> dict[str, str]:
+    """Run a benchmark's own renderer (``script`` reads ``payload`` on stdin and writes ``path``; imported from
+    the repository root: python -c puts the working directory first), then cut ``path`` into its
+    ``## <name> (<k> seeds)`` sections whose name matches ``heading``: {name: doc block}."""
+    subprocess.run([sys.executable, "-c", script], input=json.dumps(payload, default=lambda o: o.item()),
+                   text=True, cwd=ROOT, check=True)
+    blocks = {}
+    for part in path.read_text().split("\n## ")[1:]:
+        head, _, body = part.partition("\n")
+        m = re.match(rf"(?P<name>{heading}) \((?P<seeds>[^)]*seeds?)\)$", head)
+        if m:
+            blocks[m.group("name")] = f"**{head}**\n\n{body.strip()}\n"
+    return blocks
+
+
 def write_realistic(out: Path = OUT) -> dict[str, str]:
     """``detect_realistic.md`` from the committed rows; returns {"<data set>, noise=<model>": its doc block}."""
     rows, clv = realistic_rows(out)
     if not rows:
         return {}
     path = out / "detect_realistic.md"
-    # the benchmark's own renderer, imported from the repository root (python -c puts the working directory first)
-    subprocess.run([sys.executable, "-c", _WRITE_MD], input=json.dumps({"rows": rows, "path": str(path), "clv": clv},
-                                                                        default=lambda o: o.item()),
-                   text=True, cwd=ROOT, check=True)
-    blocks = {}
-    for part in path.read_text().split("\n## ")[1:]:
-        head, _, body = part.partition("\n")
-        m = re.match(r"(?P<name>.+?) \((?P<seeds>[^)]*seeds)\)$", head)
-        if m:
-            blocks[m.group("name")] = f"**{head}**\n\n{body.strip()}\n"
-    return blocks
+    return _render(_WRITE_MD, {"rows": rows, "path": str(path), "clv": clv}, path, r".+?")
+
+
+def write_low_rates(out: Path = OUT) -> dict[str, str]:
+    """``low_rates.md`` from the committed ``low_rates_<part>.csv``; returns {"low rates, <data set>": its block}."""
+    frames = [pd.read_csv(p) for p in sorted(out.glob("low_rates_*.csv"))]
+    if not frames:
+        return {}
+    path = out / "low_rates.md"
+    rows = pd.concat(frames, ignore_index=True).to_dict("records")
+    return _render(_WRITE_LOW_MD, {"rows": rows, "path": str(path)}, path, r"low rates, .+?")
 
 
 def doc_blocks(doc: Path = DOC) -> dict[str, str]:
@@ -96,6 +125,29 @@ def sync_docs(blocks: dict[str, str], doc: Path = DOC) -> list[str]:
 
 
 def run_part(part: str) -> int:
+    """One benchmark invocation (``low_rates_*``: :func:`run_low_part`)"""
+    if part in LOW_PARTS:
+        return run_low_part(part)
+    return _run_realistic(part)
+
+
+def run_low_part(part: str) -> int:
+    """``python -m benchmarks low_rates`` into ``low_rates_<part>.csv`` (written through a scratch folder)."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "benchmarks", "low_rates", *LOW_PARTS[part], "--out", tmp]
+        print("+", " ".join(cmd), flush=True)
+        rc = subprocess.call(cmd, cwd=ROOT)
+        csv = Path(tmp) / "low_rates.csv"
+        if rc == 0 and csv.is_file():
+            shutil.copyfile(csv, OUT / f"{part}.csv.part")
+            (OUT / f"{part}.csv.part").replace(OUT / f"{part}.csv")  # never a half-written table
+    return rc
+
+
+def _run_realistic(part: str) -> int:
     """One benchmark invocation into ``detect_realistic_<part>.csv`` (the cleanlab version added to its rows)."""
     target = OUT / f"detect_realistic_{part}"
     cmd = [sys.executable, "-m", "benchmarks", "detect_realistic", *PARTS[part], "--detectors", *DETECTORS,
@@ -115,7 +167,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables-only", action="store_true", help="rebuild the tables from the committed rows")
     ap.add_argument("--quick", action="store_true", help="rerun the digits parts only: " + ", ".join(QUICK))
-    ap.add_argument("--parts", nargs="*", choices=list(PARTS), default=None)
+    ap.add_argument("--parts", nargs="*", choices=list(PARTS) + list(LOW_PARTS), default=None)
     a = ap.parse_args()
     rc = 0
     if not a.tables_only:
@@ -124,11 +176,11 @@ def main() -> int:
                        "--siis-seeds", "2"]]
         for args in ([] if a.quick or a.parts else table_runs):
             rc |= subprocess.call([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), *args], cwd=ROOT)
-        for part in a.parts or (QUICK if a.quick else list(PARTS)):
+        for part in a.parts or (QUICK if a.quick else list(PARTS) + list(LOW_PARTS)):
             rc |= run_part(part)
     rc |= subprocess.call([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), "--summary-only"],
                           cwd=ROOT, stdout=subprocess.DEVNULL)
-    missing = sync_docs(write_realistic())
+    missing = sync_docs({**write_realistic(), **write_low_rates()})
     if missing:
         print(f"reproduce_detection: no committed rows for docs/label_issues.md's block(s) {', '.join(missing)}",
               file=sys.stderr)

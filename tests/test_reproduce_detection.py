@@ -38,6 +38,23 @@ def test_realistic_tables_rebuild_and_docs_blocks(tmp_path):
     in_docs = reproduce_detection.doc_blocks()
     assert {"digits, noise=idn", "digits, noise=confusion"} <= set(in_docs)
     for name, body in in_docs.items():
+        if not name.startswith("low rates, "):
+            assert body == blocks[name], f"docs/label_issues.md's block {name}: run make tables-detection"
+
+
+def test_low_rate_tables_rebuild_and_docs_blocks(tmp_path):
+    """The count at low noise rates (docs/label_issues.md#count): low_rates.md and the docs' blocks from the
+    committed low_rates_<part>.csv rows."""
+    src = ROOT / "results" / "label_issues"
+    parts = sorted(src.glob("low_rates_*.csv"))
+    assert {p.stem for p in parts} == set(reproduce_detection.LOW_PARTS)
+    for p in parts:
+        shutil.copy2(p, tmp_path / p.name)
+    blocks = reproduce_detection.write_low_rates(tmp_path)
+    assert (tmp_path / "low_rates.md").read_bytes() == (src / "low_rates.md").read_bytes()
+    in_docs = {k: v for k, v in reproduce_detection.doc_blocks().items() if k.startswith("low rates, ")}
+    assert set(in_docs) == {"low rates, digits", "low rates, isolet", "low rates, mnist_test"}
+    for name, body in in_docs.items():
         assert body == blocks[name], f"docs/label_issues.md's block {name}: run make tables-detection"
 
 
