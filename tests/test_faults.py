@@ -405,6 +405,15 @@ def test_integral_float_and_int_give_the_same_run_dir():
     assert stable_hash({"x": True}) != stable_hash({"x": 1})  # booleans are not numbers here
 
 
+def test_the_auto_cut_keeps_the_hash_runs_had_with_consensus():
+    """detect.cut=auto (the default) is consensus wherever labels are sampled: runs made before it existed keep
+    their config hash; another cut changes it."""
+    auto, consensus = (to_container(make_cfg(f"detect.cut={c}")) for c in ("auto", "consensus"))
+    assert auto["detect"]["cut"] == "auto"
+    assert config_hash(auto) == config_hash(consensus)
+    assert config_hash(to_container(make_cfg("detect.cut=count"))) != config_hash(auto)
+
+
 # ============================================================== 8. degenerate graphs
 
 def test_tiny_sigma_isolating_every_point_is_refused(tmp_path):
