@@ -103,7 +103,8 @@ def calibrate_temperature(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray,
     return out, T
 
 
-def calibrate_under_noise(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float]:
+def calibrate_under_noise(probs: np.ndarray, y: np.ndarray,
+                          plain: tuple[np.ndarray, float] | None = None) -> tuple[np.ndarray, float, float]:
     """``probs`` at the temperature that maximises the likelihood of the given labels *under uniform label
     noise*: a given label is the true class with probability ``1 - rho`` and any other class with ``rho / (c - 1)``,
     so the likelihood of ``y_i`` is ``(1 - rho) q_T(y_i) + rho (1 - q_T(y_i)) / (c - 1)`` with
@@ -116,7 +117,8 @@ def calibrate_under_noise(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray,
     26 classes and 60 % uniform noise the count fell to 0 (docs/label_issues.md#count). Modelling the noise
     keeps the distribution as sharp as the clean labels support (the noisy-label likelihood of Natarajan et al.
     2013 and of the noise-adaptation layer of Goldberger & Ben-Reuven 2017, here with one rate and one
-    temperature). With ``rho`` fixed at 0 the objective is :func:`calibrate_temperature`'s."""
+    temperature). With ``rho`` fixed at 0 the objective is :func:`calibrate_temperature`'s. ``plain``: that
+    function's result for the same arguments, where the caller has it (the first start)."""
     from scipy.optimize import minimize
 
     P = np.asarray(probs, dtype=np.float64)
@@ -147,7 +149,7 @@ def calibrate_under_noise(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray,
         d_rho = (1.0 - c * s) / ((c - 1) * m)
         return float(-np.mean(np.log(m))), -np.array([d_theta.mean(), d_rho.mean()])
 
-    _, T0 = calibrate_temperature(P, y)
+    _, T0 = calibrate_temperature(P, y) if plain is None else plain
     bounds = [(np.log(0.05), np.log(20.0)), (0.0, rho_max)]
     best = None
     for start in ((np.log(T0), 0.0), (0.0, min(0.2, rho_max))):
@@ -165,12 +167,11 @@ def calibrate_view(probs: np.ndarray, y: np.ndarray, under_noise: bool | None = 
     """One view calibrated for the count: :func:`calibrate_under_noise` where its fitted noise rate exceeds
     :data:`MATERIAL_NOISE`, else :func:`calibrate_temperature` (module docstring); ``under_noise`` True / False
     forces one way (benchmarks compare them)."""
+    plain = calibrate_temperature(probs, y)
     if under_noise is False:
-        return calibrate_temperature(probs, y)[0]
-    Q, _, rho = calibrate_under_noise(probs, y)
-    if under_noise is None and rho <= MATERIAL_NOISE:
-        return calibrate_temperature(probs, y)[0]
-    return Q
+        return plain[0]
+    Q, _, rho = calibrate_under_noise(probs, y, plain)
+    return plain[0] if under_noise is None and rho <= MATERIAL_NOISE else Q
 
 
 def clear_classes(views: Sequence[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> np.ndarray:
