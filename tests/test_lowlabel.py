@@ -37,7 +37,7 @@ def test_committed_tables_rebuild_byte_for_byte(tmp_path):
 def test_docs_blocks_are_the_committed_tables():
     blocks = lowlabel.doc_blocks(DOC)
     assert {"lowlabel_digits.md", "lowlabel_digits_noise_k5.md", "lowlabel_mnist_raw.md", "lowlabel_mnist.md",
-            "lowlabel_mnist_mbo.md"} <= set(blocks)
+            "lowlabel_mnist_mbo.md", "lowlabel_isolet_noise_k5.md", "lowlabel_isolet_noise_k10.md"} <= set(blocks)
     for name, body in blocks.items():
         assert body == (TABLES / name).read_text(), f"docs/poisson.md's block {name}: run make tables-lowlabel"
 
@@ -56,6 +56,14 @@ def test_committed_rows_are_the_experiments():
         assert len(vae) == 300 and set(vae["algo"]) == {algo} and (vae["features_key"] == key).all()
         assert sorted(vae.groupby("per_class")["seed"].apply(lambda s: tuple(sorted(s))).items()) == \
             [(k, tuple(range(100))) for k in (1, 3, 5)]
+    # conf/experiment/lowlabel_isolet_noise.yaml: 7 methods x 5 and 10 per class x uniform / confusion at 0 / 20 / 40 %
+    # x seeds 0-19, every cell complete; 26 classes, and round(rate x labels) labels flipped
+    iso = runs[runs["experiment"] == "lowlabel_isolet_noise"]
+    assert set(iso["algo"]) == {"gfhf", "lgc", "poisson", "poissonMBO", "autoL", "auto", "poissonL"}
+    cells = iso.groupby(["algo", "per_class", "noise", "noise_rate"])["seed"].apply(lambda s: tuple(sorted(s)))
+    assert len(cells) == 7 * 2 * 2 * 3 and (cells == tuple(range(20))).all()
+    assert (iso["n_labeled"] == 26 * iso["per_class"]).all()
+    assert (iso["n_flipped"] == (iso["noise_rate"] * iso["n_labeled"]).round()).all()
 
 
 def _runs(rows):
