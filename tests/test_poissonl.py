@@ -89,3 +89,60 @@ def test_poissonl_fit_corrects_a_flipped_label(tmp_path):
     assert (a.predict() == y).mean() >= (make_algorithm("poisson").fit(g, labeled, obs, 3).predict() == y).mean()
     b = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3, cache=cache)
     assert b.info_["operator_cache_hit"] and np.array_equal(a.scores_, b.scores_)
+
+
+def _plain_mbo(g, B, labels, b, Ns, mu, T):
+    """Poisson-MBO's rounds written plainly (dense-row heat update over all rows; lgcexp's projection)."""
+    import scipy.sparse as sp
+
+    from lgcexp.priors import volume_projection
+
+    c = B.shape[1]
+    d = np.asarray(g.W.sum(1)).ravel()
+    dt = 1.0 / d.max()
+    keep, Wdt, src = (1.0 - dt * d)[:, None], sp.csr_matrix(g.W * dt), (mu * dt) * B
+    w = None
+    for _ in range(T):
+        U = np.eye(c)[labels]
+        for _ in range(Ns):
+            U = keep * U + Wdt @ U + src
+        F, w, _ = volume_projection(U, b, weights=w)
+        labels = F.argmax(1)
+    return labels
+
+
+@pytest.mark.parametrize("sources", ["corrected", "kept"])
+def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources):
+    """PoissonL-MBO = PoissonL's fit, then the MBO rounds written plainly from PoissonL's decision, forced by the
+    corrected labels (``corrected``) or by the given labels PoissonL keeps (``kept``)."""
+    from lgcexp.algorithms.poisson import poisson_sources
+
+    g, y = _blob_graph()
+    rng = np.random.default_rng(3)
+    labeled = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), 5, replace=False) for c in range(3)]))
+    obs = y[labeled].copy()
+    obs[[0, 7]] = (obs[[0, 7]] + 1) % 3                              # two wrong labels
+    p = {"steps": 300, "dtype": "float64", "T": 6, "Ns": 15}
+    ours = make_algorithm("poissonLMBO", {**p, "sources": sources}).fit(g, labeled, obs, 3)
+    pl = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3)
+    assert np.array_equal(ours.omega_, pl.omega_) and pl.dropped_.any()
+    if sources == "corrected":
+        B = poisson_sources(g.n, labeled, pl.corrected_)
+    else:
+        k = ~pl.dropped_
+        B = poisson_sources(g.n, labeled[k], np.eye(3)[obs[k]])
+    ref = _plain_mbo(g, B, pl.predict(), np.full(3, 1 / 3), Ns=15, mu=1.0, T=6)
+    assert np.array_equal(ours.predict(), ref)
+    assert (ours.predict() == y).mean() >= (make_algorithm("poissonMBO", {"T": 6, "Ns": 15})
+                                            .fit(g, labeled, obs, 3).predict() == y).mean()
+
+
+def test_poissonl_mbo_without_a_dropped_label_is_poisson_mbo():
+    """With clean, well-separated labels PoissonL keeps every label, and ``sources=kept`` is Poisson-MBO itself."""
+    g, y = _blob_graph()
+    rng = np.random.default_rng(4)
+    labeled = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), 5, replace=False) for c in range(3)]))
+    ours = make_algorithm("poissonLMBO", {"steps": 300, "dtype": "float64", "sources": "kept"}).fit(
+        g, labeled, y[labeled], 3)
+    assert not ours.dropped_.any()
+    assert np.array_equal(ours.scores_, make_algorithm("poissonMBO").fit(g, labeled, y[labeled], 3).scores_)

@@ -23,6 +23,7 @@ ALGORITHMS = Registry("algo", {
     "poisson": "lgcexp.algorithms.poisson:Poisson",
     "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
     "poissonL": "lgcexp.algorithms.poissonl:PoissonL",
+    "poissonLMBO": "lgcexp.algorithms.poissonl_mbo:PoissonLMBO",
     "meanshift": "lgcexp.algorithms.meanshift:MeanShiftLaplace",
     "cutssl": "lgcexp.algorithms.cutssl:CutSSL",
 })

@@ -120,22 +120,28 @@ class PoissonMBO(GraphSSLAlgorithm):
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         b = prior_vector(self.priors, y_labeled, n_classes)
-        W = graph.W
         B = poisson_sources(graph.n, labeled, one_hot(y_labeled, n_classes))
         base = Poisson(solver=self.solver, min_iter=self.min_iter, max_iter=self.max_iter, tol=self.tol)
-        U0, it = base.solve(W, B, labeled)
-        labels = U0.argmax(axis=1)
-        d = graph.degree
-        dt = 1.0 / d.max()
-        src = (self.mu * dt) * B
-        # U - dt L U = (1 - dt d) U + dt W U
-        heat = HeatSteps(W, 1.0 - dt * d, dt, src)
-        labels = heat.to_new(labels)
-        weights = None
-        err = 0.0
-        for _ in range(int(self.T)):
-            U = heat.run(one_hot(labels, n_classes), int(self.Ns))
-            F, weights, err = volume_projection(U, b, weights=weights)
-            labels = F.argmax(axis=1)
-        self.scores_ = one_hot(heat.to_old(labels), n_classes)
+        U0, it = base.solve(graph.W, B, labeled)
+        labels, err = mbo_rounds(graph, B, U0.argmax(axis=1), b, Ns=self.Ns, mu=self.mu, T=self.T)
+        self.scores_ = one_hot(labels, n_classes)
         self.info_.update({"solver_iterations": int(it), "mbo_projection_error": float(err)})
+
+
+def mbo_rounds(graph: Graph, B: np.ndarray, labels: np.ndarray, b: np.ndarray, *, Ns: int, mu: float,
+               T: int) -> tuple[np.ndarray, float]:
+    """Algorithm 2's rounds from the decision ``labels``: T times, Ns heat steps forced by ``mu B`` and the
+    volume projection onto the class fractions ``b``; (final decision, last projection's error)."""
+    n_classes = B.shape[1]
+    d = graph.degree
+    dt = 1.0 / d.max()
+    # U - dt L U = (1 - dt d) U + dt W U
+    heat = HeatSteps(graph.W, 1.0 - dt * d, dt, (mu * dt) * B)
+    labels = heat.to_new(np.asarray(labels))
+    weights = None
+    err = 0.0
+    for _ in range(int(T)):
+        U = heat.run(one_hot(labels, n_classes), int(Ns))
+        F, weights, err = volume_projection(U, b, weights=weights)
+        labels = F.argmax(axis=1)
+    return heat.to_old(labels), float(err)
