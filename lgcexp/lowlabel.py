@@ -9,8 +9,9 @@ renders the tables from those rows alone, so a committed table is rebuilt and ch
   and method: trials, mean ± population sd of the unlabelled accuracy, its standard error, GraphLearning's published
   figure where one exists (:data:`PUBLISHED`) and the mixing-rule step count of Poisson learning (mean, min-max);
 - an experiment with noise: per labels-per-class value, ``<experiment>_k<k>.md`` / ``.csv``, a row per noise
-  setting, a column per method, then PoissonL's paired differences with Poisson and AutoL (mean ± standard
-  error over the trials both ran, trials where PoissonL is higher), and one figure ``<experiment>_k<k>.png``
+  setting, a column per method, then PoissonL's paired differences with Poisson and AutoL, and PoissonL-MBO's with
+  Poisson-MBO where the experiment ran it (mean ± standard error over the trials both ran, trials where the first
+  is higher), and one figure ``<experiment>_k<k>.png``
   (accuracy against the noise rate, a panel per noise model).
 
 The tables carry no date or machine (provenance goes to PROVENANCE.md), so the same rows give the same bytes.
@@ -37,7 +38,7 @@ LOWLABEL_COLUMNS = ["experiment", "dataset", "features", "features_key", "algo",
 
 #: the order of method columns (others follow alphabetically)
 METHOD_ORDER = ["gfhf", "lgc", "wnll", "properly", "meanshift", "poisson", "poissonMBO", "cutssl", "autoL", "auto",
-                "poissonL"]
+                "poissonL", "poissonLMBO"]
 
 #: GraphLearning's published MNIST figures (Calder, Cook, Thorpe & Slepčev, ICML 2020, Table 1; 100 trials on VAE
 #: codes): (dataset, features, algo) -> {labels per class: accuracy %}
@@ -46,7 +47,8 @@ PUBLISHED = {("mnist", "vae", "poisson"): {1: 90.2, 3: 94.5, 5: 95.3},
 
 #: the paired differences of the noise tables: (method, baseline, column title)
 PAIRED = [("poissonL", "poisson", "PoissonL - Poisson (s.e., wins)"),
-          ("poissonL", "autoL", "PoissonL - AutoL (s.e., wins)")]
+          ("poissonL", "autoL", "PoissonL - AutoL (s.e., wins)"),
+          ("poissonLMBO", "poissonMBO", "PoissonL-MBO - Poisson-MBO (s.e., wins)")]
 
 _MARK = re.compile(r"(<!-- lowlabel-table: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /lowlabel-table -->)", re.S)
 

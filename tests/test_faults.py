@@ -414,6 +414,16 @@ def test_the_auto_cut_keeps_the_hash_runs_had_with_consensus():
     assert config_hash(to_container(make_cfg("detect.cut=count"))) != config_hash(auto)
 
 
+def test_the_auto_cut_on_a_users_file_has_a_hash_of_its_own(tmp_path):
+    """On a user's file auto is count wherever every row is labelled: a sweep over detect.cut=auto,consensus must
+    give two run directories, not one reused for both."""
+    f = tmp_path / "d.csv"
+    f.write_text("x,label\n0,0\n1,1\n")
+    auto, consensus = (to_container(make_cfg("dataset=csv", f"dataset.path={f}", f"detect.cut={c}"))
+                       for c in ("auto", "consensus"))
+    assert config_hash(auto) != config_hash(consensus) and run_dir_name(auto) != run_dir_name(consensus)
+
+
 # ============================================================== 8. degenerate graphs
 
 def test_tiny_sigma_isolating_every_point_is_refused(tmp_path):

@@ -112,10 +112,12 @@ def _plain_mbo(g, B, labels, b, Ns, mu, T):
 
 
 @pytest.mark.parametrize("sources", ["corrected", "kept"])
-def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources):
-    """PoissonL-MBO = PoissonL's fit, then the MBO rounds written plainly from PoissonL's decision, forced by the
-    corrected labels (``corrected``) or by the given labels PoissonL keeps (``kept``)."""
-    from lgcexp.algorithms.poisson import poisson_sources
+@pytest.mark.parametrize("start", ["given", "reweighted"])
+def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources, start):
+    """PoissonL-MBO = PoissonL's fit, then the MBO rounds written plainly from Poisson learning's decision on the
+    given labels (``given``) or PoissonL's (``reweighted``), forced by the corrected labels (``corrected``) or by
+    the given labels PoissonL keeps (``kept``)."""
+    from lgcexp.algorithms.poisson import Poisson, poisson_sources
 
     g, y = _blob_graph()
     rng = np.random.default_rng(3)
@@ -123,7 +125,7 @@ def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources):
     obs = y[labeled].copy()
     obs[[0, 7]] = (obs[[0, 7]] + 1) % 3                              # two wrong labels
     p = {"steps": 300, "dtype": "float64", "T": 6, "Ns": 15}
-    ours = make_algorithm("poissonLMBO", {**p, "sources": sources}).fit(g, labeled, obs, 3)
+    ours = make_algorithm("poissonLMBO", {**p, "sources": sources, "start": start}).fit(g, labeled, obs, 3)
     pl = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3)
     assert np.array_equal(ours.omega_, pl.omega_) and pl.dropped_.any()
     if sources == "corrected":
@@ -131,7 +133,11 @@ def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources):
     else:
         k = ~pl.dropped_
         B = poisson_sources(g.n, labeled[k], np.eye(3)[obs[k]])
-    ref = _plain_mbo(g, B, pl.predict(), np.full(3, 1 / 3), Ns=15, mu=1.0, T=6)
+    if start == "given":
+        first = Poisson().solve(g.W, poisson_sources(g.n, labeled, np.eye(3)[obs]), labeled)[0].argmax(1)
+    else:
+        first = pl.predict()
+    ref = _plain_mbo(g, B, first, np.full(3, 1 / 3), Ns=15, mu=1.0, T=6)
     assert np.array_equal(ours.predict(), ref)
     assert (ours.predict() == y).mean() >= (make_algorithm("poissonMBO", {"T": 6, "Ns": 15})
                                             .fit(g, labeled, obs, 3).predict() == y).mean()
@@ -146,3 +152,30 @@ def test_poissonl_mbo_without_a_dropped_label_is_poisson_mbo():
         g, labeled, y[labeled], 3)
     assert not ours.dropped_.any()
     assert np.array_equal(ours.scores_, make_algorithm("poissonMBO").fit(g, labeled, y[labeled], 3).scores_)
+
+
+@pytest.mark.parametrize("sources", ["kept", "corrected"])
+def test_cutssl_l_is_cutssl_on_the_labels_poissonl_trusts(sources):
+    """CutSSL-L = PoissonL's fit, then CutSSL on the kept labels (``kept``) or on every label corrected
+    (``corrected``); with clean, well-separated labels nothing is dropped and it is CutSSL itself."""
+    g, y = _blob_graph()
+    rng = np.random.default_rng(3)
+    labeled = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), 5, replace=False) for c in range(3)]))
+    obs = y[labeled].copy()
+    obs[[0, 7]] = (obs[[0, 7]] + 1) % 3                              # two wrong labels
+    cut = {"iterations": [20, 40]}
+    ours = make_algorithm("cutsslL", {"steps": 300, "dtype": "float64", "sources": sources, **cut}).fit(
+        g, labeled, obs, 3)
+    pl = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3)
+    assert np.array_equal(ours.omega_, pl.omega_) and pl.dropped_.any()
+    k = ~pl.dropped_
+    lab, yl = (labeled[k], obs[k]) if sources == "kept" else (labeled, pl.labeled_pred_)
+    ref = make_algorithm("cutssl", cut).fit(g, lab, yl, 3)
+    assert np.array_equal(ours.scores_, ref.scores_)
+    assert (ours.predict() == y).mean() >= (make_algorithm("cutssl", cut).fit(g, labeled, obs, 3).predict() == y).mean()
+    rng = np.random.default_rng(4)
+    clean = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), 5, replace=False) for c in range(3)]))
+    a = make_algorithm("cutsslL", {"steps": 300, "dtype": "float64", "sources": sources, **cut}).fit(
+        g, clean, y[clean], 3)
+    assert not a.dropped_.any() and np.array_equal(a.scores_, make_algorithm("cutssl", cut).fit(
+        g, clean, y[clean], 3).scores_)

@@ -26,6 +26,7 @@ ALGORITHMS = Registry("algo", {
     "poissonLMBO": "lgcexp.algorithms.poissonl_mbo:PoissonLMBO",
     "meanshift": "lgcexp.algorithms.meanshift:MeanShiftLaplace",
     "cutssl": "lgcexp.algorithms.cutssl:CutSSL",
+    "cutsslL": "lgcexp.algorithms.cutssl_l:CutSSLL",
 })
 
 
