@@ -17,9 +17,11 @@ own start) or on the corrected ones (``start=reweighted``: PoissonL's prediction
 So where no label is contradicted (``Q`` one-hot on the given labels, nothing dropped) the method is
 Poisson-MBO. Measured on MNIST VAE codes under 40 % label noise (docs/poisson.md), it is level with Poisson-MBO,
 not above it: where the noise leaves a class with few correct labels PoissonL relabels or drops all of them, and
-the rounds started from PoissonL's own prediction lose that class (hence the default start). Parameters: PoissonL's (``loss``, ``lr``, ``steps``, Adam's
-``beta1``/``beta2``/``epsilon``, ``dtype``, ``xla``, ``chunk``, ``min_iter``, ``max_iter``) and Poisson-MBO's
-(``Ns``, ``mu``, ``T``, ``priors``), plus ``sources``.
+the rounds started from PoissonL's own prediction lose that class (hence the default start).
+
+Parameters: PoissonL's (``loss``, ``lr``, ``steps``, Adam's ``beta1``/``beta2``/``epsilon``, ``dtype``, ``xla``,
+``chunk``, ``min_iter``, ``max_iter``) and Poisson-MBO's (``Ns``, ``mu``, ``T``, ``priors``), plus ``sources`` and
+``start``.
 
 After ``fit``: PoissonL's attributes (``omega_``, ``corrected_``, ``dropped_``, ``labeled_pred_``,
 ``suspicion_``) and ``scores_``, the one-hot MBO decision.
@@ -86,7 +88,8 @@ class PoissonLMBO(PoissonL):
             start = self.scores_.argmax(axis=1)
         else:
             B0 = poisson_sources(graph.n, labeled, one_hot(y_labeled, n_classes))
-            start = Poisson(min_iter=self.min_iter, max_iter=self.max_iter).solve(graph.W, B0, labeled)[0].argmax(axis=1)
+            U0, _ = Poisson(min_iter=self.min_iter, max_iter=self.max_iter).solve(graph.W, B0, labeled)
+            start = U0.argmax(axis=1)
         labels, err = mbo_rounds(graph, B, start, b, Ns=self.Ns, mu=self.mu, T=self.T)
         self.scores_ = one_hot(labels, n_classes)
         self.info_["mbo_projection_error"] = float(err)
