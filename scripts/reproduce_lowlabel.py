@@ -24,7 +24,7 @@ from lgcexp.reproduce import experiment_env, run_commands
 QUICK = ["lowlabel_digits", "lowlabel_digits_noise", "lowlabel_mnist_raw"]
 #: hours on 2 cores (the VAE codes: ~6 min once; Poisson-MBO: ~5 s a fit on MNIST; the noise experiments: hours)
 FULL = QUICK + ["lowlabel_isolet_noise", "lowlabel_mnist", "lowlabel_mnist_mbo", "lowlabel_mnist_noise",
-                "lowlabel_mnist_noise_cutssl"]
+                "lowlabel_mnist_noise_cutssl", "lowlabel_mnist_noise_cutsslL"]
 
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -37,7 +37,8 @@ def test_committed_tables_rebuild_byte_for_byte(tmp_path):
 def test_docs_blocks_are_the_committed_tables():
     blocks = lowlabel.doc_blocks(DOC)
     assert {"lowlabel_digits.md", "lowlabel_digits_noise_k5.md", "lowlabel_mnist_raw.md", "lowlabel_mnist.md",
-            "lowlabel_mnist_mbo.md", "lowlabel_isolet_noise_k5.md", "lowlabel_isolet_noise_k10.md"} <= set(blocks)
+            "lowlabel_mnist_mbo.md", "lowlabel_isolet_noise_k5.md", "lowlabel_isolet_noise_k10.md",
+            "lowlabel_mnist_noise_k5.md"} <= set(blocks)
     for name, body in blocks.items():
         assert body == (TABLES / name).read_text(), f"docs/poisson.md's block {name}: run make tables-lowlabel"
 
@@ -64,6 +65,18 @@ def test_committed_rows_are_the_experiments():
     assert len(cells) == 7 * 2 * 2 * 3 and (cells == tuple(range(20))).all()
     assert (iso["n_labeled"] == 26 * iso["per_class"]).all()
     assert (iso["n_flipped"] == (iso["noise_rate"] * iso["n_labeled"]).round()).all()
+    # conf/experiment/lowlabel_mnist_noise.yaml: 9 methods x 5 per class x uniform / confusion at 0 / 20 / 40 % x seeds
+    # 0-19 on the recorded codes, every cell complete; lowlabel_mnist_noise_cutssl: CutSSL, the same cells, seeds 0-4;
+    # lowlabel_mnist_noise_cutsslL: CutSSL-L at 40 %, seeds 0-4 (their runs join the same experiment); 50 labels
+    mn = runs[runs["experiment"] == "lowlabel_mnist_noise"]
+    full = {"gfhf", "lgc", "meanshift", "poisson", "poissonMBO", "autoL", "auto", "poissonL", "poissonLMBO"}
+    assert set(mn["algo"]) == full | {"cutssl", "cutsslL"}
+    cells = mn.groupby(["algo", "noise", "noise_rate"])["seed"].apply(lambda s: tuple(sorted(s)))
+    assert len(cells) == 9 * 2 * 3 + 2 * 3 + 2
+    assert (cells[list(full)] == tuple(range(20))).all() and (cells[["cutssl", "cutsslL"]] == tuple(range(5))).all()
+    assert set(cells["cutsslL"].index) == {("uniform", 0.4), ("confusion", 0.4)}
+    assert (mn["per_class"] == 5).all() and (mn["n_labeled"] == 50).all() and (mn["features_key"] == key).all()
+    assert (mn["n_flipped"] == (mn["noise_rate"] * 50).round()).all()
 
 
 def _runs(rows):
@@ -143,11 +156,15 @@ def test_sync_docs_replaces_only_marked_blocks(tmp_path):
                                "<!-- lowlabel-table: y.md -->\nkeep\n<!-- /lowlabel-table -->\n")
 
 
+#: experiments whose runs join another experiment's folder (and so its tables)
+JOINS = {"lowlabel_mnist_noise_cutssl": "lowlabel_mnist_noise", "lowlabel_mnist_noise_cutsslL": "lowlabel_mnist_noise"}
+
+
 @pytest.mark.parametrize("experiment", reproduce_lowlabel.FULL)
 def test_experiments_sweep_into_their_own_folder(experiment):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
-    assert cfg.hydra.sweep.dir == f"{cfg.paths.results_dir}/lowlabel/runs/{experiment}"
+    assert cfg.hydra.sweep.dir == f"{cfg.paths.results_dir}/lowlabel/runs/{JOINS.get(experiment, experiment)}"
     params = dict(cfg.hydra.sweeper.params)
     assert "seed" in params and "algo" in params
     assert "labels.per_class" in params or cfg.labels.per_class is not None
@@ -155,10 +172,11 @@ def test_experiments_sweep_into_their_own_folder(experiment):
 
 
 def test_algo_option_reruns_only_the_experiments_that_sweep_it():
-    """``--algo cutssl``: the two digits experiments (the only ones whose sweep has CutSSL), each with only
-    ``algo=cutssl``; a method no experiment sweeps is refused with its name."""
+    """``--algo cutssl``: the experiments whose sweep has CutSSL (the two digits ones and MNIST's CutSSL
+    experiment), each with only ``algo=cutssl``; a method no experiment sweeps is refused with its name."""
     assert reproduce_lowlabel.plan(reproduce_lowlabel.FULL, ["cutssl"]) == [
-        ("lowlabel_digits", ["cutssl"]), ("lowlabel_digits_noise", ["cutssl"])]
+        ("lowlabel_digits", ["cutssl"]), ("lowlabel_digits_noise", ["cutssl"]),
+        ("lowlabel_mnist_noise_cutssl", ["cutssl"])]
     assert reproduce_lowlabel.plan(["lowlabel_mnist_raw", "lowlabel_digits"], ["poisson", "wnll"]) == [
         ("lowlabel_mnist_raw", ["poisson"]), ("lowlabel_digits", ["poisson", "wnll"])]
     assert reproduce_lowlabel.plan(["lowlabel_mnist"], None) == [("lowlabel_mnist", None)]
