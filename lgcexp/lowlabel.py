@@ -212,8 +212,11 @@ def plot_noise(path: Path, runs: pd.DataFrame, title: str) -> None:
     runs = noise_rows(runs)
     models = sorted(set(runs.loc[runs["noise_rate"].astype(float) > 0, "noise"]), key=lambda m: (m != "uniform", m))
     fig, axes = plt.subplots(1, max(len(models), 1), figsize=(5 * max(len(models), 1), 4), sharey=True, squeeze=False)
+    methods = method_order(runs["algo"])
+    colours = plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]   # 20 distinct, dark first
+    markers = "os^Dv<>PXh*"
     for ax, model in zip(axes[0], models):
-        for m in method_order(runs["algo"]):
+        for i, m in enumerate(methods):
             pts = []
             for rate in sorted(set(runs["noise_rate"].astype(float))):
                 sel = runs[(runs["algo"] == m) & (runs["noise_rate"].astype(float) == rate)
@@ -222,12 +225,13 @@ def plot_noise(path: Path, runs: pd.DataFrame, title: str) -> None:
                     pts.append((100 * rate, *_pct(sel["acc_unlabeled"])))
             if pts:
                 x, mean, _, se = map(np.asarray, zip(*pts))
-                ax.errorbar(x, mean, yerr=np.nan_to_num(se), marker="o", capsize=3, label=m)
+                ax.errorbar(x, mean, yerr=np.nan_to_num(se), marker=markers[i % len(markers)], capsize=3, label=m,
+                            color=colours[i % len(colours)])
         ax.set_title(f"{model} noise")
         ax.set_xlabel("flipped labels (%)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("unlabelled accuracy (%)")
-    axes[0][-1].legend(fontsize=8)
+    axes[0][-1].legend(fontsize=8, loc="lower left")
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
