@@ -44,8 +44,8 @@ PARTS = {
 }
 #: part -> ``python -m benchmarks low_rates`` arguments (docs/label_issues.md, "How many labels are wrong")
 LOW_PARTS = {
-    "low_rates_digits": ["--datasets", "digits", "--seeds", "3"],
-    "low_rates_isolet": ["--datasets", "isolet", "--seeds", "2", "--rates", "0.01", "0.02", "0.05", "0.1", "0.2",
+    "low_rates_digits": ["--datasets", "digits", "--seeds", "5"],
+    "low_rates_isolet": ["--datasets", "isolet", "--seeds", "5", "--rates", "0.01", "0.02", "0.05", "0.1", "0.2",
                          "0.4"],
     "low_rates_mnist": ["--datasets", "mnist_test", "--seeds", "1", "--rates", "0.005", "0.01", "0.02", "0.05",
                         "0.2"],
