@@ -223,12 +223,19 @@ def _tied_graph(seed=0):
 
 
 def plain_poisson_mbo(g, labeled, y_l, c, b, Ns=40, mu=1.0, T=20):
-    """Poisson-MBO written plainly: the dense-row update ``(1 - dt d) U + dt W U + src`` over all rows and the
-    projection's plain loop (every row decided from scratch). Returns (decisions, last heat scores)."""
+    """Poisson-MBO written plainly: Poisson learning's decision, then :func:`plain_mbo_rounds`. Returns
+    (decisions, last heat scores)."""
     from lgcexp.algorithms.poisson import poisson_sources
 
     B = poisson_sources(g.n, labeled, np.eye(c)[y_l])
-    labels = Poisson().solve(g.W, B, labeled)[0].argmax(1)
+    return plain_mbo_rounds(g, B, Poisson().solve(g.W, B, labeled)[0].argmax(1), b, Ns=Ns, mu=mu, T=T)
+
+
+def plain_mbo_rounds(g, B, labels, b, Ns=40, mu=1.0, T=20):
+    """The MBO rounds written plainly from the decision ``labels``: the dense-row update ``(1 - dt d) U + dt W U +
+    src`` over all rows and the projection's plain loop (every row decided from scratch). Returns (decisions,
+    last heat scores)."""
+    c = B.shape[1]
     d = np.asarray(g.W.sum(1)).ravel()
     dt = 1.0 / d.max()
     keep, Wdt, src = (1.0 - dt * d)[:, None], sp.csr_matrix(g.W * dt), (mu * dt) * B

@@ -3,6 +3,7 @@ closed-form gradient against finite differences and TensorFlow, and a fit that c
 import numpy as np
 import pytest
 from conftest import random_graph
+from test_poisson import plain_mbo_rounds
 
 from lgcexp.algorithms import make_algorithm
 from lgcexp.algorithms.poisson import mixing_steps
@@ -91,26 +92,6 @@ def test_poissonl_fit_corrects_a_flipped_label(tmp_path):
     assert b.info_["operator_cache_hit"] and np.array_equal(a.scores_, b.scores_)
 
 
-def _plain_mbo(g, B, labels, b, Ns, mu, T):
-    """Poisson-MBO's rounds written plainly (dense-row heat update over all rows; lgcexp's projection)."""
-    import scipy.sparse as sp
-
-    from lgcexp.priors import volume_projection
-
-    c = B.shape[1]
-    d = np.asarray(g.W.sum(1)).ravel()
-    dt = 1.0 / d.max()
-    keep, Wdt, src = (1.0 - dt * d)[:, None], sp.csr_matrix(g.W * dt), (mu * dt) * B
-    w = None
-    for _ in range(T):
-        U = np.eye(c)[labels]
-        for _ in range(Ns):
-            U = keep * U + Wdt @ U + src
-        F, w, _ = volume_projection(U, b, weights=w)
-        labels = F.argmax(1)
-    return labels
-
-
 @pytest.mark.parametrize("sources", ["corrected", "kept"])
 @pytest.mark.parametrize("start", ["given", "reweighted"])
 def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources, start):
@@ -137,7 +118,7 @@ def test_poissonl_mbo_is_mbo_forced_by_the_reweighted_labels(sources, start):
         first = Poisson().solve(g.W, poisson_sources(g.n, labeled, np.eye(3)[obs]), labeled)[0].argmax(1)
     else:
         first = pl.predict()
-    ref = _plain_mbo(g, B, first, np.full(3, 1 / 3), Ns=15, mu=1.0, T=6)
+    ref, _ = plain_mbo_rounds(g, B, first, np.full(3, 1 / 3), Ns=15, mu=1.0, T=6)
     assert np.array_equal(ours.predict(), ref)
     assert (ours.predict() == y).mean() >= (make_algorithm("poissonMBO", {"T": 6, "Ns": 15})
                                             .fit(g, labeled, obs, 3).predict() == y).mean()
