@@ -47,7 +47,7 @@ LOW_PARTS = {
     "low_rates_digits": ["--datasets", "digits", "--seeds", "5"],
     "low_rates_isolet": ["--datasets", "isolet", "--seeds", "5", "--rates", "0.01", "0.02", "0.05", "0.1", "0.2",
                          "0.4"],
-    "low_rates_mnist": ["--datasets", "mnist_test", "--seeds", "1", "--rates", "0.005", "0.01", "0.02", "0.05",
+    "low_rates_mnist": ["--datasets", "mnist_test", "--seeds", "5", "--rates", "0.005", "0.01", "0.02", "0.05",
                         "0.2"],
 }
 QUICK = ["digits", "digits_vae", "low_rates_digits"]
