@@ -92,19 +92,28 @@ def to_container(cfg: Any) -> dict[str, Any]:
 NULL_DEFAULT_KEYS = {"": ("class_priors", "pll_alphas"), "labels": ("per_class", "sets"), "detect": ("pred_probs",)}
 PRED_PROBS_KEY = "pred_probs"
 #: detect.cut's default and the value it is hashed as (:func:`semantic_config`) on the data sets whose labels are
-#: always sampled (the built-in ones: they have no labelled set of their own, so ``auto`` is ``consensus`` there)
+#: always sampled (``DataSource.labels_always_sampled``: ``auto`` is ``consensus`` there)
 AUTO_CUT, AUTO_CUT_HASHED_AS = "auto", "consensus"
-SAMPLED_LABEL_DATASETS = ("digits", "spirals", "isolet", "mnist")
+
+
+def _labels_always_sampled(dataset: dict[str, Any]) -> bool:
+    """Whether the config's data source never carries labels of its own (its class says so)."""
+    from .data import DATA_SOURCES
+
+    name, target = dataset.get("name"), dataset.get("_target_")
+    if not target and name not in DATA_SOURCES:
+        return False
+    return bool(getattr(DATA_SOURCES.get(name, target), "labels_always_sampled", False))
 
 
 def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that determines a run's numbers. The default ``features`` section
     (``{name: raw}``) and the options that are null by default (:data:`NULL_DEFAULT_KEYS`: ``class_priors``,
     ``pll_alphas``, ``labels.per_class``, ``labels.sets``, ``detect.pred_probs``) are left out, and
-    ``detect.cut=auto`` counts as ``consensus`` on the built-in data sets (:data:`SAMPLED_LABEL_DATASETS`, where
-    it is consensus), so earlier runs keep the config hash they had before these existed. On a user's file
-    ``auto`` keeps its own value: there it is ``count`` wherever the file labels every row, and must not share a
-    run directory with an explicit ``consensus``."""
+    ``detect.cut=auto`` counts as ``consensus`` on the data sets whose labels are always sampled
+    (:func:`_labels_always_sampled`, where it is consensus), so earlier runs keep the config hash they had
+    before these existed. On a user's file ``auto`` keeps its own value: there it is ``count`` wherever the file
+    labels every row, and must not share a run directory with an explicit ``consensus``."""
     from .features import is_default
 
     c = {k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS and k != "hydra"
@@ -112,8 +121,8 @@ def semantic_config(container: dict[str, Any]) -> dict[str, Any]:
     for section, keys in NULL_DEFAULT_KEYS.items():
         if section and isinstance(c.get(section), dict):
             c[section] = {k: v for k, v in c[section].items() if not (k in keys and v is None)}
-    dataset = (c.get("dataset") or {}).get("name") if isinstance(c.get("dataset"), dict) else None
-    if isinstance(c.get("detect"), dict) and c["detect"].get("cut") == AUTO_CUT and dataset in SAMPLED_LABEL_DATASETS:
+    dataset = c.get("dataset") if isinstance(c.get("dataset"), dict) else {}
+    if isinstance(c.get("detect"), dict) and c["detect"].get("cut") == AUTO_CUT and _labels_always_sampled(dataset):
         # detect.cut=auto is consensus wherever labels are sampled (every run made before auto existed), so those
         # runs keep their hash; on a user's file it may be count, so it is hashed as itself
         c["detect"] = {**c["detect"], "cut": AUTO_CUT_HASHED_AS}

@@ -56,6 +56,7 @@ class Digits(DataSource):
     """scikit-learn's handwritten digits (1797 x 64, 10 classes), offline."""
 
     name = "digits"
+    labels_always_sampled = True
 
     def _load(self, *, data_dir=None, download=True) -> Dataset:
         return load_digits()
@@ -65,6 +66,7 @@ class Spirals(DataSource):
     """Two interleaved spirals (paper Figure 1). Parameters: ``n_samples``, ``noise`` (sd), ``seed``."""
 
     name = "spirals"
+    labels_always_sampled = True
     _parameter_constraints = {
         "n_samples": [Interval("int", 2, None)],
         "noise": [Interval("real", 0, None)],

@@ -161,6 +161,7 @@ class Isolet(DataSource):
     and allowed."""
 
     name = "isolet"
+    labels_always_sampled = True
 
     def _load(self, *, data_dir=None, download=True) -> Dataset:
         from . import resolve_data_dir

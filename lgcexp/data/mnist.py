@@ -147,6 +147,7 @@ class Mnist(DataSource):
     and allowed."""
 
     name = "mnist"
+    labels_always_sampled = True
 
     def _load(self, *, data_dir=None, download=True) -> Dataset:
         from . import resolve_data_dir

@@ -14,6 +14,9 @@ class DataSource(Configurable):
     name: ClassVar[str] = "base"
     config_prefix: ClassVar[str] = "dataset."
     _parameter_constraints: ClassVar[dict] = {}
+    #: True where the source carries no labelled set of its own (the built-in data sets: labels are always
+    #: sampled); a user's file may label every row (lgcexp.config.semantic_config reads this)
+    labels_always_sampled: ClassVar[bool] = False
 
     def load(self, *, data_dir: str | Path | None = None, download: bool = True) -> Dataset:
         self._validate_params()
