@@ -24,6 +24,7 @@ ALGORITHMS = Registry("algo", {
     "poissonMBO": "lgcexp.algorithms.poisson_mbo:PoissonMBO",
     "poissonL": "lgcexp.algorithms.poissonl:PoissonL",
     "poissonLMBO": "lgcexp.algorithms.poissonl_mbo:PoissonLMBO",
+    "poissonBayes": "lgcexp.algorithms.poisson_bayes:PoissonBayes",
     "meanshift": "lgcexp.algorithms.meanshift:MeanShiftLaplace",
     "cutssl": "lgcexp.algorithms.cutssl:CutSSL",
     "cutsslL": "lgcexp.algorithms.cutssl_l:CutSSLL",

@@ -61,6 +61,31 @@ def poisson_submatrix(W, labeled: np.ndarray, steps: int) -> np.ndarray:
     return 0.5 * (G + G.T)   # symmetric in exact arithmetic
 
 
+def poisson_operator(graph: Graph, labeled: np.ndarray, cache: Any = None, *, min_iter: int = 50,
+                     max_iter: int = 1000) -> tuple[np.ndarray, int, bool]:
+    """(G_LL, T, cache hit): T from the mixing rule, G_LL by :func:`poisson_submatrix`; from the on-disk cache
+    when given (it depends on the graph and the labelled set only, not on the labels, the noise or the loss)."""
+    T = mixing_steps(graph.W, labeled, min_iter=min_iter, max_iter=max_iter)
+
+    def compute() -> dict[str, np.ndarray]:
+        return {"G": poisson_submatrix(graph.W, labeled, T)}
+
+    if cache is None:
+        return compute()["G"], T, False
+    from ..cache import stable_hash
+
+    key = stable_hash({"graph": graph.key, "labeled": hashlib.sha256(labeled.tobytes()).hexdigest(),
+                       "T": T, "v": 1})
+    m = labeled.size
+
+    def validate(a: dict[str, np.ndarray]) -> str | None:
+        G = a.get("G")
+        return None if G is not None and G.shape == (m, m) and np.all(np.isfinite(G)) else "bad G_LL"
+
+    arr, hit = cache.get_or_compute("poisson_gll", key, compute, validate=validate)
+    return np.asarray(arr["G"], dtype=np.float64), T, bool(hit)
+
+
 def poisson_loo_matrix(G: np.ndarray) -> np.ndarray:
     """The exact leave-one-out matrix A of the mean-shifted Poisson operator (module docstring)."""
     G = np.asarray(G, dtype=np.float64)
@@ -156,27 +181,8 @@ class PoissonL(GraphSSLAlgorithm):
                             f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
 
     def operator(self, graph: Graph, labeled: np.ndarray, cache: Any = None) -> tuple[np.ndarray, int, bool]:
-        """(G_LL, T, cache hit): from the on-disk cache when given (it depends on the graph and the labelled
-        set only, not on the labels, the noise or the loss)."""
-        T = mixing_steps(graph.W, labeled, min_iter=self.min_iter, max_iter=self.max_iter)
-
-        def compute() -> dict[str, np.ndarray]:
-            return {"G": poisson_submatrix(graph.W, labeled, T)}
-
-        if cache is None:
-            return compute()["G"], T, False
-        from ..cache import stable_hash
-
-        key = stable_hash({"graph": graph.key, "labeled": hashlib.sha256(labeled.tobytes()).hexdigest(),
-                           "T": T, "v": 1})
-        l = labeled.size
-
-        def validate(a: dict[str, np.ndarray]) -> str | None:
-            G = a.get("G")
-            return None if G is not None and G.shape == (l, l) and np.all(np.isfinite(G)) else "bad G_LL"
-
-        arr, hit = cache.get_or_compute("poisson_gll", key, compute, validate=validate)
-        return np.asarray(arr["G"], dtype=np.float64), T, bool(hit)
+        """(G_LL, T, cache hit): :func:`poisson_operator` with this method's mixing rule."""
+        return poisson_operator(graph, labeled, cache, min_iter=self.min_iter, max_iter=self.max_iter)
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         t0 = time.perf_counter()

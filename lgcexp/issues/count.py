@@ -37,7 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .judgement import _has_evidence, label_quality, normalize_rows
+from ..calibration import calibrate_temperature, calibrate_under_noise
+from .judgement import _has_evidence, label_quality
 
 __all__ = ["MAJORITY", "MATERIAL_NOISE", "calibrated_counts", "calibrate_temperature", "calibrate_under_noise",
            "calibrate_view", "clear_classes", "estimate_wrong_labels", "count_cut"]
@@ -46,8 +47,6 @@ __all__ = ["MAJORITY", "MATERIAL_NOISE", "calibrated_counts", "calibrate_tempera
 MAJORITY = 0.5
 #: a view is calibrated under label noise where the fitted uniform noise rate exceeds this, else by temperature
 MATERIAL_NOISE = 0.05
-
-_FLOOR = 1e-12
 
 
 def _round_rows(M: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -72,95 +71,6 @@ def calibrated_counts(C: np.ndarray, y: np.ndarray) -> np.ndarray:
     counts = np.bincount(y, minlength=C.shape[0]).astype(np.float64)
     Ct = C * (counts / C.sum(axis=1))[:, None]
     return _round_rows(Ct, counts)
-
-
-def calibrate_temperature(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    """``probs`` at the temperature T that maximises the mean log-likelihood of the given labels,
-    ``softmax(log(p) / T)`` (bounded search over T in [0.05, 20]); returns (calibrated probs, T). Rows
-    without evidence stay zero. Classes with zero probability stay at zero."""
-    from scipy.optimize import minimize_scalar
-
-    P = np.asarray(probs, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
-    has = _has_evidence(P)
-    if not has.any():
-        return P.copy(), 1.0
-    L = np.log(np.maximum(P[has], _FLOOR))
-    yl = y[has]
-    rows = np.arange(yl.size)
-
-    def scaled(T: float) -> np.ndarray:
-        Z = L / T
-        return Z - Z.max(axis=1, keepdims=True)
-
-    def nll(T: float) -> float:
-        Z = scaled(T)
-        return float(np.mean(np.log(np.exp(Z).sum(axis=1)) - Z[rows, yl]))
-
-    T = float(minimize_scalar(nll, bounds=(0.05, 20.0), method="bounded", options={"xatol": 1e-4}).x)
-    out = np.zeros_like(P)
-    out[has] = normalize_rows(np.exp(scaled(T)))
-    return out, T
-
-
-def calibrate_under_noise(probs: np.ndarray, y: np.ndarray,
-                          plain: tuple[np.ndarray, float] | None = None) -> tuple[np.ndarray, float, float]:
-    """``probs`` at the temperature that maximises the likelihood of the given labels *under uniform label
-    noise*: a given label is the true class with probability ``1 - rho`` and any other class with ``rho / (c - 1)``,
-    so the likelihood of ``y_i`` is ``(1 - rho) q_T(y_i) + rho (1 - q_T(y_i)) / (c - 1)`` with
-    ``q_T = softmax(log(p) / T)``. ``T`` and ``rho`` are fitted jointly (L-BFGS-B on ``(log T, rho)`` with the
-    analytic gradient; ``T`` in [0.05, 20], ``rho`` in [0, (c - 1) / c]; two starts: plain calibration with
-    ``rho = 0``, and ``T = 1, rho = 0.2``). Returns (calibrated probs ``q_T``, T, rho).
-
-    Why: :func:`calibrate_temperature` treats every given label as true, so where many labels are wrong the
-    likelihood is best served by a flat distribution (T grows) and no point names another class clearly; with
-    26 classes and 60 % uniform noise the count fell to 0 (docs/label_issues.md#count). Modelling the noise
-    keeps the distribution as sharp as the clean labels support (the noisy-label likelihood of Natarajan et al.
-    2013 and of the noise-adaptation layer of Goldberger & Ben-Reuven 2017, here with one rate and one
-    temperature). With ``rho`` fixed at 0 the objective is :func:`calibrate_temperature`'s. ``plain``: that
-    function's result for the same arguments, where the caller has it (the first start)."""
-    from scipy.optimize import minimize
-
-    P = np.asarray(probs, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
-    c = int(P.shape[1]) if P.ndim == 2 else 0
-    has = _has_evidence(P)
-    if not has.any() or c < 2:
-        return P.copy(), 1.0, 0.0
-    L = np.log(np.maximum(P[has], _FLOOR))
-    yl = y[has]
-    rows = np.arange(yl.size)
-    rho_max = (c - 1) / c
-
-    def parts(theta: float) -> tuple[np.ndarray, np.ndarray]:
-        Z = L / np.exp(theta)
-        Z = Z - Z.max(axis=1, keepdims=True)
-        Q = np.exp(Z)
-        Q /= Q.sum(axis=1, keepdims=True)
-        return Z, Q
-
-    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
-        theta, rho = float(x[0]), float(x[1])
-        Z, Q = parts(theta)
-        s = Q[rows, yl]
-        a, b = rho / (c - 1), 1.0 - rho * c / (c - 1)
-        m = np.maximum(a + b * s, _FLOOR)
-        d_theta = b * s * ((Q * Z).sum(axis=1) - Z[rows, yl]) / m
-        d_rho = (1.0 - c * s) / ((c - 1) * m)
-        return float(-np.mean(np.log(m))), -np.array([d_theta.mean(), d_rho.mean()])
-
-    _, T0 = calibrate_temperature(P, y) if plain is None else plain
-    bounds = [(np.log(0.05), np.log(20.0)), (0.0, rho_max)]
-    best = None
-    for start in ((np.log(T0), 0.0), (0.0, min(0.2, rho_max))):
-        r = minimize(objective, np.array(start), jac=True, method="L-BFGS-B", bounds=bounds,
-                     options={"ftol": 1e-12, "gtol": 1e-9, "maxiter": 500})
-        if best is None or r.fun < best.fun:
-            best = r
-    theta, rho = float(best.x[0]), float(best.x[1])
-    out = np.zeros_like(P)
-    out[has] = parts(theta)[1]
-    return out, float(np.exp(theta)), rho
 
 
 def calibrate_view(probs: np.ndarray, y: np.ndarray, under_noise: bool | None = None) -> np.ndarray:
