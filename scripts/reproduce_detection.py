@@ -41,6 +41,7 @@ PARTS = {
     "isolet": ["--datasets", "isolet", "--seeds", "5", "--lr-pca", "100"],
     "isolet_vae": ["--datasets", "isolet", "--seeds", "3", "--lr-pca", "100", "--features", "vae"],
     "mnist": ["--datasets", "--mnist", "--seeds", "5", "--lr-pca", "50"],
+    "mnist_vae": ["--datasets", "--mnist", "--seeds", "2", "--lr-pca", "50", "--features", "vae"],
 }
 #: part -> ``python -m benchmarks low_rates`` arguments (docs/label_issues.md, "How many labels are wrong")
 LOW_PARTS = {
@@ -69,28 +70,30 @@ def realistic_rows(out: Path = OUT) -> tuple[list[dict], str]:
     return df.to_dict("records"), clv
 
 
-def _render(script: str, payload: dict, path: Path, heading: str) -> dict[str, str]:
+def _render(script: str, payload: dict, path: Path, heading: str, plain: tuple[str, ...] = ()) -> dict[str, str]:
     """Run a benchmark's own renderer (``script`` reads ``payload`` on stdin and writes ``path``; imported from
     the repository root: python -c puts the working directory first), then cut ``path`` into its
-    ``## <name> (<k> seeds)`` sections whose name matches ``heading``: {name: doc block}."""
+    ``## <name> (<k> seeds)`` sections whose name matches ``heading``, and its ``## <name>`` sections named in
+    ``plain``: {name: doc block}."""
     subprocess.run([sys.executable, "-c", script], input=json.dumps(payload, default=lambda o: o.item()),
                    text=True, cwd=ROOT, check=True)
     blocks = {}
     for part in path.read_text().split("\n## ")[1:]:
         head, _, body = part.partition("\n")
         m = re.match(rf"(?P<name>{heading}) \((?P<seeds>[^)]*seeds?)\)$", head)
-        if m:
-            blocks[m.group("name")] = f"**{head}**\n\n{body.strip()}\n"
+        if m or head in plain:
+            blocks[m.group("name") if m else head] = f"**{head}**\n\n{body.strip()}\n"
     return blocks
 
 
 def write_realistic(out: Path = OUT) -> dict[str, str]:
-    """``detect_realistic.md`` from the committed rows; returns {"<data set>, noise=<model>": its doc block}."""
+    """``detect_realistic.md`` from the committed rows; returns {"<data set>, noise=<model>": its doc block} and
+    {"Means over cells": the means over every data set and the comparisons}."""
     rows, clv = realistic_rows(out)
     if not rows:
         return {}
     path = out / "detect_realistic.md"
-    return _render(_WRITE_MD, {"rows": rows, "path": str(path), "clv": clv}, path, r".+?")
+    return _render(_WRITE_MD, {"rows": rows, "path": str(path), "clv": clv}, path, r".+?", ("Means over cells",))
 
 
 def write_low_rates(out: Path = OUT) -> dict[str, str]:

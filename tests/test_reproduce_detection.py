@@ -29,15 +29,13 @@ def test_realistic_tables_rebuild_and_docs_blocks(tmp_path):
     pytest.importorskip("cleanlab")  # benchmarks.detect_realistic imports it
     src = ROOT / "results" / "label_issues"
     parts = sorted(src.glob("detect_realistic_*.csv"))
-    assert [p.name for p in parts] == ["detect_realistic_digits.csv", "detect_realistic_digits_vae.csv",
-                                       "detect_realistic_isolet.csv", "detect_realistic_isolet_vae.csv"]
+    assert [p.name for p in parts] == [f"detect_realistic_{part}.csv" for part in sorted(reproduce_detection.PARTS)]
     for p in parts:
         shutil.copy2(p, tmp_path / p.name)
     blocks = reproduce_detection.write_realistic(tmp_path)
     assert (tmp_path / "detect_realistic.md").read_bytes() == (src / "detect_realistic.md").read_bytes()
     in_docs = reproduce_detection.doc_blocks()
-    assert {"digits, noise=idn", "digits, noise=confusion", "isolet, noise=idn", "isolet, noise=confusion"} \
-        <= set(in_docs)
+    assert {f"{d}, noise={m}" for d in ("digits", "isolet", "mnist") for m in ("idn", "confusion")} <= set(in_docs)
     for name, body in in_docs.items():
         if not name.startswith("low rates, "):
             assert body == blocks[name], f"docs/label_issues.md's block {name}: run make tables-detection"
