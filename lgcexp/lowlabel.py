@@ -38,7 +38,7 @@ LOWLABEL_COLUMNS = ["experiment", "dataset", "features", "features_key", "algo",
 
 #: the order of method columns (others follow alphabetically)
 METHOD_ORDER = ["gfhf", "lgc", "wnll", "properly", "meanshift", "poisson", "poissonMBO", "cutssl", "autoL", "auto",
-                "poissonL", "poissonLMBO"]
+                "poissonL", "poissonLMBO", "poissonBayes"]
 
 #: GraphLearning's published MNIST figures (Calder, Cook, Thorpe & Slepčev, ICML 2020, Table 1; 100 trials on VAE
 #: codes): (dataset, features, algo) -> {labels per class: accuracy %}
@@ -48,7 +48,8 @@ PUBLISHED = {("mnist", "vae", "poisson"): {1: 90.2, 3: 94.5, 5: 95.3},
 #: the paired differences of the noise tables: (method, baseline, column title)
 PAIRED = [("poissonL", "poisson", "PoissonL - Poisson (s.e., wins)"),
           ("poissonL", "autoL", "PoissonL - AutoL (s.e., wins)"),
-          ("poissonLMBO", "poissonMBO", "PoissonL-MBO - Poisson-MBO (s.e., wins)")]
+          ("poissonLMBO", "poissonMBO", "PoissonL-MBO - Poisson-MBO (s.e., wins)"),
+          ("poissonBayes", "poisson", "PoissonBayes - Poisson (s.e., wins)")]
 
 _MARK = re.compile(r"(<!-- lowlabel-table: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /lowlabel-table -->)", re.S)
 

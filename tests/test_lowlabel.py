@@ -57,23 +57,25 @@ def test_committed_rows_are_the_experiments():
         assert len(vae) == 300 and set(vae["algo"]) == {algo} and (vae["features_key"] == key).all()
         assert sorted(vae.groupby("per_class")["seed"].apply(lambda s: tuple(sorted(s))).items()) == \
             [(k, tuple(range(100))) for k in (1, 3, 5)]
-    # conf/experiment/lowlabel_isolet_noise.yaml: 7 methods x 5 and 10 per class x uniform / confusion at 0 / 20 / 40 %
+    # conf/experiment/lowlabel_isolet_noise.yaml: 8 methods x 5 and 10 per class x uniform / confusion at 0 / 20 / 40 %
     # x seeds 0-19, every cell complete; 26 classes, and round(rate x labels) labels flipped
     iso = runs[runs["experiment"] == "lowlabel_isolet_noise"]
-    assert set(iso["algo"]) == {"gfhf", "lgc", "poisson", "poissonMBO", "autoL", "auto", "poissonL"}
+    assert set(iso["algo"]) == {"gfhf", "lgc", "poisson", "poissonMBO", "autoL", "auto", "poissonL", "poissonBayes"}
     cells = iso.groupby(["algo", "per_class", "noise", "noise_rate"])["seed"].apply(lambda s: tuple(sorted(s)))
-    assert len(cells) == 7 * 2 * 2 * 3 and (cells == tuple(range(20))).all()
+    assert len(cells) == 8 * 2 * 2 * 3 and (cells == tuple(range(20))).all()
     assert (iso["n_labeled"] == 26 * iso["per_class"]).all()
     assert (iso["n_flipped"] == (iso["noise_rate"] * iso["n_labeled"]).round()).all()
-    # conf/experiment/lowlabel_mnist_noise.yaml: 9 methods x 5 per class x uniform / confusion at 0 / 20 / 40 % x seeds
-    # 0-19 on the recorded codes, every cell complete; lowlabel_mnist_noise_cutssl: CutSSL, the same cells, seeds 0-9;
+    # conf/experiment/lowlabel_mnist_noise.yaml: 10 methods x 5 per class x uniform / confusion at 0 / 20 / 40 % x
+    # seeds 0-19 on the recorded codes, every cell complete; lowlabel_mnist_noise_cutssl: CutSSL, the same cells, seeds
+    # 0-19;
     # lowlabel_mnist_noise_cutsslL: CutSSL-L at 40 %, seeds 0-9 (their runs join the same experiment); 50 labels
     mn = runs[runs["experiment"] == "lowlabel_mnist_noise"]
-    full = {"gfhf", "lgc", "meanshift", "poisson", "poissonMBO", "autoL", "auto", "poissonL", "poissonLMBO"}
-    assert set(mn["algo"]) == full | {"cutssl", "cutsslL"}
+    full = {"gfhf", "lgc", "meanshift", "poisson", "poissonMBO", "autoL", "auto", "poissonL", "poissonLMBO",
+            "poissonBayes", "cutssl"}
+    assert set(mn["algo"]) == full | {"cutsslL"}
     cells = mn.groupby(["algo", "noise", "noise_rate"])["seed"].apply(lambda s: tuple(sorted(s)))
-    assert len(cells) == 9 * 2 * 3 + 2 * 3 + 2
-    assert (cells[list(full)] == tuple(range(20))).all() and (cells[["cutssl", "cutsslL"]] == tuple(range(10))).all()
+    assert len(cells) == 11 * 2 * 3 + 2
+    assert (cells[list(full)] == tuple(range(20))).all() and (cells["cutsslL"] == tuple(range(10))).all()
     assert set(cells["cutsslL"].index) == {("uniform", 0.4), ("confusion", 0.4)}
     assert (mn["per_class"] == 5).all() and (mn["n_labeled"] == 50).all() and (mn["features_key"] == key).all()
     assert (mn["n_flipped"] == (mn["noise_rate"] * 50).round()).all()
