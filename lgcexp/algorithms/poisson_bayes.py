@@ -28,12 +28,11 @@ from typing import Any
 import numpy as np
 
 from ..calibration import calibrate_under_noise, noisy_label_posterior
-from ..errors import UserError
 from ..graph import Graph
-from ..params import Boolean, Options, fmt_value, positive
+from ..params import Boolean, Options, positive
 from .base import GraphSSLAlgorithm, one_hot
 from .poisson import poisson_iterate, poisson_sources
-from .poissonl import normalise_rows, poisson_loo_matrix, poisson_operator
+from .poissonl import check_iteration_bounds, normalise_rows, poisson_loo_matrix, poisson_operator
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +99,7 @@ class PoissonBayes(GraphSSLAlgorithm):
 
     @classmethod
     def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
-        if params["max_iter"] < params["min_iter"]:
-            raise UserError(f"{prefix}max_iter={fmt_value(params['max_iter'])} is not allowed: it must be >= "
-                            f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
+        check_iteration_bounds(params, prefix)
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         t0 = time.perf_counter()

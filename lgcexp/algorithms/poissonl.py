@@ -61,6 +61,13 @@ def poisson_submatrix(W, labeled: np.ndarray, steps: int) -> np.ndarray:
     return 0.5 * (G + G.T)   # symmetric in exact arithmetic
 
 
+def check_iteration_bounds(params: dict[str, Any], prefix: str) -> None:
+    """The mixing rule's ``max_iter >= min_iter`` (one line naming both keys as the user typed them)."""
+    if params["max_iter"] < params["min_iter"]:
+        raise UserError(f"{prefix}max_iter={fmt_value(params['max_iter'])} is not allowed: it must be >= "
+                        f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
+
+
 def poisson_operator(graph: Graph, labeled: np.ndarray, cache: Any = None, *, min_iter: int = 50,
                      max_iter: int = 1000) -> tuple[np.ndarray, int, bool]:
     """(G_LL, T, cache hit): T from the mixing rule, G_LL by :func:`poisson_submatrix`; from the on-disk cache
@@ -176,9 +183,7 @@ class PoissonL(GraphSSLAlgorithm):
 
     @classmethod
     def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
-        if params["max_iter"] < params["min_iter"]:
-            raise UserError(f"{prefix}max_iter={fmt_value(params['max_iter'])} is not allowed: it must be >= "
-                            f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
+        check_iteration_bounds(params, prefix)
 
     def operator(self, graph: Graph, labeled: np.ndarray, cache: Any = None) -> tuple[np.ndarray, int, bool]:
         """(G_LL, T, cache hit): :func:`poisson_operator` with this method's mixing rule."""
