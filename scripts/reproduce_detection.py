@@ -16,7 +16,9 @@ Two tables, each from its per-run rows in ``results/label_issues/``:
   ``## low rates, <data set> (<k> seeds)`` tables into the block ``<!-- detection-table: low rates, <data set> -->``.
 
 ``--quick`` reruns the digits parts only (about 30 min on 2 shared cores); the ISOLET and MNIST parts are the
-commands of docs/label_issues.md (hours) and keep their committed rows until rerun.
+commands of docs/label_issues.md (hours) and keep their committed rows until rerun. ``--seeds S ...`` runs only
+those seeds of the parts named and merges their rows into the committed ones (the rows of the same draw are
+replaced, the others kept), so more seeds can be added a few at a time.
 """
 from __future__ import annotations
 
@@ -127,42 +129,95 @@ def sync_docs(blocks: dict[str, str], doc: Path = DOC) -> list[str]:
     return missing
 
 
-def run_part(part: str) -> int:
-    """One benchmark invocation (``low_rates_*``: :func:`run_low_part`)"""
+#: the columns that name one draw and detector (realistic) or one draw and cut (low rates): a merged row replaces
+#: the committed row with the same values
+REALISTIC_KEYS = ["dataset", "features", "noise", "rate", "seed", "detector"]
+LOW_KEYS = ["dataset", "noise", "rate", "seed", "cut"]
+
+
+def merge_rows(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``old``'s rows with ``new``'s added; where both have a row with the same ``keys``, ``new``'s replaces it (kept
+    in ``old``'s place); ``new``'s other rows follow, then everything sorted stably by ``keys``' draw columns."""
+    old, new = old.copy(), new.copy()
+    for df in (old, new):
+        if "features" in keys and "features" in df:
+            df["features"] = df["features"].fillna("raw")
+    both = pd.concat([old, new], ignore_index=True)
+    both = both.drop_duplicates(subset=[k for k in keys if k in both], keep="last")
+    order = [k for k in ("dataset", "features", "noise", "rate", "seed") if k in both]
+    return both.sort_values(order, kind="mergesort").reset_index(drop=True)
+
+
+def seed_args(args: list[str], seeds: list[int] | None, low: bool) -> list[list[str]]:
+    """The benchmark invocations of a part's ``args`` restricted to ``seeds`` (None: the part as it stands): the
+    realistic benchmark takes ``--seed-list``; the low-rate one runs ``range(--first-seed, --seeds)``, so one
+    invocation per seed."""
+    if seeds is None:
+        return [list(args)]
+    i = args.index("--seeds")
+    rest = args[:i] + args[i + 2:]
+    if low:
+        return [rest + ["--first-seed", str(s), "--seeds", str(s + 1)] for s in seeds]
+    return [rest + ["--seed-list", *map(str, seeds)]]
+
+
+def run_part(part: str, seeds: list[int] | None = None) -> int:
+    """One part's benchmark invocation(s) (``low_rates_*``: :func:`run_low_part`); ``seeds``: only those, merged."""
     if part in LOW_PARTS:
-        return run_low_part(part)
-    return _run_realistic(part)
+        return run_low_part(part, seeds)
+    return _run_realistic(part, seeds)
 
 
-def run_low_part(part: str) -> int:
-    """``python -m benchmarks low_rates`` into ``low_rates_<part>.csv`` (written through a scratch folder)."""
-    import shutil
+def _replace_csv(df: pd.DataFrame, target: Path) -> None:
+    """Write ``target`` through a sibling file, so a fault never leaves a half-written table."""
+    part = target.with_name(target.name + ".part")
+    df.to_csv(part, index=False)
+    part.replace(target)
+
+
+def run_low_part(part: str, seeds: list[int] | None = None) -> int:
+    """``python -m benchmarks low_rates`` into ``low_rates_<part>.csv`` (through a scratch folder; ``seeds``: only
+    those, merged into the committed rows)."""
     import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "benchmarks", "low_rates", *LOW_PARTS[part], "--out", tmp]
-        print("+", " ".join(cmd), flush=True)
-        rc = subprocess.call(cmd, cwd=ROOT)
-        csv = Path(tmp) / "low_rates.csv"
-        if rc == 0 and csv.is_file():
-            shutil.copyfile(csv, OUT / f"{part}.csv.part")
-            (OUT / f"{part}.csv.part").replace(OUT / f"{part}.csv")  # never a half-written table
+    rc, frames = 0, []
+    for args in seed_args(LOW_PARTS[part], seeds, low=True):
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "benchmarks", "low_rates", *args, "--out", tmp]
+            print("+", " ".join(cmd), flush=True)
+            rc |= subprocess.call(cmd, cwd=ROOT)
+            csv = Path(tmp) / "low_rates.csv"
+            if rc == 0 and csv.is_file():
+                frames.append(pd.read_csv(csv))
+    target = OUT / f"{part}.csv"
+    if rc == 0 and frames:
+        new = pd.concat(frames, ignore_index=True)
+        if seeds is not None and target.is_file():
+            new = merge_rows(pd.read_csv(target), new, LOW_KEYS)
+        _replace_csv(new, target)
     return rc
 
 
-def _run_realistic(part: str) -> int:
-    """One benchmark invocation into ``detect_realistic_<part>.csv`` (the cleanlab version added to its rows)."""
-    target = OUT / f"detect_realistic_{part}"
-    cmd = [sys.executable, "-m", "benchmarks", "detect_realistic", *PARTS[part], "--detectors", *DETECTORS,
-           "--out", str(target)]
-    print("+", " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd, cwd=ROOT)
-    csv = target.with_suffix(".csv")
-    if csv.is_file():
-        df = pd.read_csv(csv)
-        df["cleanlab"] = version("cleanlab")
-        df.to_csv(csv, index=False)
-        target.with_suffix(".md").unlink(missing_ok=True)  # the merged table is detect_realistic.md
+def _run_realistic(part: str, seeds: list[int] | None = None) -> int:
+    """One benchmark invocation into ``detect_realistic_<part>.csv`` (the cleanlab version added to its rows;
+    ``seeds``: only those, merged into the committed rows)."""
+    import tempfile
+
+    target = OUT / f"detect_realistic_{part}.csv"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "part"
+        (args,) = seed_args(PARTS[part], seeds, low=False)
+        cmd = [sys.executable, "-m", "benchmarks", "detect_realistic", *args, "--detectors", *DETECTORS,
+               "--out", str(out)]
+        print("+", " ".join(cmd), flush=True)
+        rc = subprocess.call(cmd, cwd=ROOT)
+        csv = out.with_suffix(".csv")
+        if rc == 0 and csv.is_file():  # a failed run never replaces the committed rows
+            df = pd.read_csv(csv)
+            df["cleanlab"] = version("cleanlab")
+            if seeds is not None and target.is_file():
+                df = merge_rows(pd.read_csv(target), df, REALISTIC_KEYS)
+            _replace_csv(df, target)
     return rc
 
 
@@ -171,7 +226,16 @@ def main() -> int:
     ap.add_argument("--tables-only", action="store_true", help="rebuild the tables from the committed rows")
     ap.add_argument("--quick", action="store_true", help="rerun the digits parts only: " + ", ".join(QUICK))
     ap.add_argument("--parts", nargs="*", choices=list(PARTS) + list(LOW_PARTS), default=None)
+    ap.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S",
+                    help="run only these seeds of the parts and merge their rows into the committed ones")
     a = ap.parse_args()
+    if a.seeds is not None and not a.parts:
+        print("reproduce_detection: --seeds is not allowed without --parts: name the parts to add seeds to",
+              file=sys.stderr)
+        return 2
+    if a.seeds is not None and min(a.seeds) < 0:
+        print(f"reproduce_detection: --seeds {min(a.seeds)} is not allowed: seeds are >= 0", file=sys.stderr)
+        return 2
     rc = 0
     if not a.tables_only:
         table_runs = [["--datasets", "isolet", "--noise", "uniform", "pairwise", "--seeds", "20"],
@@ -180,7 +244,7 @@ def main() -> int:
         for args in ([] if a.quick or a.parts else table_runs):
             rc |= subprocess.call([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), *args], cwd=ROOT)
         for part in a.parts or (QUICK if a.quick else list(PARTS) + list(LOW_PARTS)):
-            rc |= run_part(part)
+            rc |= run_part(part, a.seeds)
     rc |= subprocess.call([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), "--summary-only"],
                           cwd=ROOT, stdout=subprocess.DEVNULL)
     missing = sync_docs({**write_realistic(), **write_low_rates()})

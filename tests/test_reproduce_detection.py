@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,3 +65,35 @@ def test_sync_docs_fills_marked_blocks_only(tmp_path):
     assert reproduce_detection.sync_docs({"a, noise=idn": "new\n"}, doc) == ["b, noise=idn"]
     assert doc.read_text() == ("x\n<!-- detection-table: a, noise=idn -->\nnew\n<!-- /detection-table -->\n"
                                "<!-- detection-table: b, noise=idn -->\nkept\n<!-- /detection-table -->\n")
+
+
+def test_merge_rows_replaces_the_same_draw_and_keeps_the_rest():
+    keys = reproduce_detection.REALISTIC_KEYS
+    base = {"dataset": "d", "features": None, "noise": "idn", "rate": 0.1, "detector": "graph"}
+    old = pd.DataFrame([{**base, "seed": s, "f1": 0.5 + s / 10} for s in (0, 1, 2)])
+    new = pd.DataFrame([{**base, "seed": 1, "f1": 0.99}, {**base, "seed": 3, "f1": 0.8},
+                        {**base, "seed": 1, "detector": "lgc+mlp", "f1": 0.7}])
+    got = reproduce_detection.merge_rows(old, new, keys)
+    assert got["seed"].tolist() == [0, 1, 1, 2, 3]
+    assert set(got["features"]) == {"raw"}
+    by = got.set_index(["seed", "detector"])["f1"]
+    assert by[(1, "graph")] == 0.99 and by[(1, "lgc+mlp")] == 0.7 and by[(0, "graph")] == 0.5
+    assert by[(2, "graph")] == 0.7 and by[(3, "graph")] == 0.8
+
+
+def test_seed_args_restrict_each_benchmark_to_the_seeds():
+    args = ["--datasets", "isolet", "--seeds", "5", "--lr-pca", "100"]
+    assert reproduce_detection.seed_args(args, None, low=False) == [args]
+    assert reproduce_detection.seed_args(args, [5, 6], low=False) == [
+        ["--datasets", "isolet", "--lr-pca", "100", "--seed-list", "5", "6"]]
+    assert reproduce_detection.seed_args(args, [5, 7], low=True) == [
+        ["--datasets", "isolet", "--lr-pca", "100", "--first-seed", "5", "--seeds", "6"],
+        ["--datasets", "isolet", "--lr-pca", "100", "--first-seed", "7", "--seeds", "8"]]
+
+
+@pytest.mark.parametrize("argv, message", [(["--seeds", "3"], "--seeds is not allowed without --parts"),
+                                           (["--parts", "digits", "--seeds", "-1"], "--seeds -1 is not allowed")])
+def test_bad_seed_options_exit_2_before_any_run(argv, message):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "reproduce_detection.py"), *argv],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
