@@ -97,3 +97,14 @@ def test_a_flipped_label_is_corrected_and_clean_labels_stay():
     assert (alg.predict() == truth).mean() == 1.0
     others = np.arange(labeled.size) != 3
     assert alg.posterior_[3, 0] > 0.5 and np.allclose(alg.posterior_[others], clean.posterior_[others], atol=0.2)
+
+
+def test_one_label_per_class_is_poisson_learning():
+    """No other label can speak for a class with one label: nothing is judged and the fit is Poisson learning with
+    the class-size rescaling (here all ones)."""
+    g, _ = random_graph(40, 4, seed=13)
+    labeled, y = np.array([3, 17, 31]), np.array([0, 1, 2])
+    alg = make_algorithm("poissonBayes", {}).fit(g, labeled, y, 3)
+    plain = make_algorithm("poisson", {"balance": True}).fit(g, labeled, y, 3)
+    assert np.allclose(alg.scores_, plain.scores_) and not alg.dropped_.any()
+    assert alg.info_["n_isolated"] == 3 and alg.noise_rate_ == 0.0

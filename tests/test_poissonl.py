@@ -160,3 +160,20 @@ def test_cutssl_l_is_cutssl_on_the_labels_poissonl_trusts(sources):
         g, clean, y[clean], 3)
     assert not a.dropped_.any() and np.array_equal(a.scores_, make_algorithm("cutssl", cut).fit(
         g, clean, y[clean], 3).scores_)
+
+
+def test_the_only_label_of_a_class_is_neither_judged_nor_dropped():
+    """One label per class: no other label can vote for a label's class, so nothing is judged and PoissonL is
+    Poisson learning; with one class reduced to a single label, that label keeps its class."""
+    g, _ = random_graph(40, 4, seed=13)
+    labeled = np.array([3, 17, 31])
+    y = np.array([0, 1, 2])
+    pl = make_algorithm("poissonL", {"steps": 50, "dtype": "float64"}).fit(g, labeled, y, 3)
+    plain = make_algorithm("poisson", {}).fit(g, labeled, y, 3)
+    assert np.allclose(pl.scores_, plain.scores_) and not pl.dropped_.any()
+    assert pl.info_["n_unjudged"] == 3 and pl.labeled_pred_.tolist() == [0, 1, 2]
+    labeled = np.array([1, 6, 12, 19, 25, 33, 39])
+    y = np.array([0, 1, 0, 1, 0, 1, 2])                  # class 2 has one label
+    pl = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, y, 3)
+    assert pl.labeled_pred_[6] == 2 and not pl.dropped_[6] and pl.info_["n_unjudged"] >= 1
+    assert np.allclose(pl.corrected_[6], [0, 0, 1])

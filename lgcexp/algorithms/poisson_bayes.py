@@ -12,7 +12,8 @@ label weights, so it keeps PoissonL's reading of the other labels without its fi
 3. **Posterior.** Bayes' rule, ``pi_i ∝ q_i * P(y_i | true class)`` (:func:`lgcexp.calibration.
    noisy_label_posterior`): where the fitted rate is 0 the posterior is the given labels and the method is
    Poisson learning; a label changes only where the other labels' evidence outweighs ``(1 - rho) / (rho / (c -
-   1))``. A label no other label reaches (an all-zero row of A) keeps its one-hot.
+   1))``. A label no other label reaches (an all-zero row of A), or the only label of its class (the others cannot
+   speak for that class), keeps its one-hot and is left out of the fit.
 4. **Propagation.** The posterior (``labels=soft``; ``hard``: its argmax one-hot) is Poisson learning's sources
    (mean-shifted, the same T from the mixing rule), and with ``balance=True`` the scores are rescaled by the
    paper's class-size weights ``s_j = (1/c) / mean_i pi_ij`` (Calder et al. 2020, section 2.3), computed from the
@@ -41,10 +42,12 @@ LABELS = ("soft", "hard")
 
 def loo_evidence(A: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """(Z, reached): the leave-one-out scores ``Ã Y`` of every label, divided by their mean absolute value over the
-    labels some other label reaches (``reached``: a nonzero row of A)."""
+    labels that can be judged (``reached``: a nonzero row of A, and at least one other label of the same class;
+    without one, the other labels cannot speak for the given class, only against it)."""
+    y = np.asarray(y, dtype=np.int64)
     At, isolated = normalise_rows(A)
-    Z = At @ one_hot(np.asarray(y, dtype=np.int64), n_classes)
-    reached = ~isolated
+    Z = At @ one_hot(y, n_classes)
+    reached = ~isolated & (np.bincount(y, minlength=n_classes)[y] > 1)
     scale = np.abs(Z[reached]).mean() if reached.any() else 0.0
     if scale > 0:
         Z = Z / scale
@@ -129,7 +132,7 @@ class PoissonBayes(GraphSSLAlgorithm):
             "noise_rate_fitted": round(float(rho), 6),
             "temperature": round(float(temp), 6),
             "n_changed": int(changed.sum()),
-            "n_isolated": int((~reached).sum()),
+            "n_isolated": int((~reached).sum()),   # not judged: unreached, or the only label of its class
             "operator_seconds": round(t_op, 4),
             "operator_cache_hit": hit,
         })

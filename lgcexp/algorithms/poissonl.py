@@ -29,7 +29,8 @@ AutoL's row-normalised matrix does.
 (:func:`loo_gradient`, tested against finite differences and TensorFlow's autodiff, which the optimisation
 uses: full-batch Adam, AutoL's :func:`lgcexp.algorithms.autol.optimize_weights`).
 
-**Prediction.** The corrected labels ``Q`` (a label no other label reaches keeps its one-hot) become the
+**Prediction.** The corrected labels ``Q`` (a label no other label reaches, or the only label of its class, keeps
+its one-hot and is left out of the loss: the other labels can vote against its class, never for it) become the
 Poisson sources (``Q_i - mean(Q)``), and Poisson learning with the mixing rule propagates them; predictions
 are the argmax.
 """
@@ -194,16 +195,23 @@ class PoissonL(GraphSSLAlgorithm):
         G, T, hit = self.operator(graph, labeled, cache)
         t_op = time.perf_counter() - t0
         A, isolated = normalise_rows(poisson_loo_matrix(G))
+        y = np.asarray(y_labeled, dtype=np.int64)
+        # a label is judged where another label reaches it and another label has its class: the only label of a
+        # class can be voted against but never for, so it neither enters the loss nor takes the vote's class
+        judged = ~isolated & (np.bincount(y, minlength=n_classes)[y] > 1)
         model = LooModel(A, y_labeled, n_classes, loss=self.loss, normalize="softmax", dtype=self.dtype,
-                         row_weight=(~isolated).astype(float))
-        omega, ost = optimize_weights(model, steps=self.steps, lr=self.lr, beta1=self.beta1, beta2=self.beta2,
-                                      epsilon=self.epsilon, xla=self.xla, chunk=self.chunk, progress=progress)
+                         row_weight=judged.astype(float) if judged.any() else None)
+        if judged.any():
+            omega, ost = optimize_weights(model, steps=self.steps, lr=self.lr, beta1=self.beta1, beta2=self.beta2,
+                                          epsilon=self.epsilon, xla=self.xla, chunk=self.chunk, progress=progress)
+        else:  # nothing to judge (e.g. one label per class): every weight stays 1
+            omega, ost = np.ones(y.size), {"loss_initial": None, "loss_final": None, "seconds": 0.0}
         Q = model.predict(omega)
         Yl = one_hot(y_labeled, n_classes)
-        no_vote = isolated | ~(Q.sum(axis=1) > 0)
+        no_vote = ~judged | ~(Q.sum(axis=1) > 0)
         Q[no_vote] = Yl[no_vote]
         U, _ = poisson_iterate(graph.W, poisson_sources(graph.n, labeled, Q), labeled, steps=T)
-        dropped = omega <= 0.0
+        dropped = (omega <= 0.0) & judged   # a label that cannot be judged is never dropped
         self.omega_ = omega
         self.corrected_ = Q
         self.scores_ = U
@@ -216,6 +224,7 @@ class PoissonL(GraphSSLAlgorithm):
             "solver_iterations": int(T),
             "n_dropped": int(dropped.sum()),
             "n_isolated": int(isolated.sum()),
+            "n_unjudged": int((~judged).sum()),
             "n_changed": int((self.labeled_pred_ != y_labeled).sum()),
             "loss_initial": ost["loss_initial"],
             "loss_final": ost["loss_final"],
