@@ -16,9 +16,9 @@ label weights, so it keeps PoissonL's reading of the other labels without its fi
    speak for that class), keeps its one-hot and is left out of the fit.
 4. **Propagation.** The posterior (``labels=soft``; ``hard``: its argmax one-hot) is Poisson learning's sources
    (mean-shifted, the same T from the mixing rule), and with ``balance=True`` the scores are rescaled by the
-   paper's class-size weights ``s_j = (1/c) / mean_i pi_ij`` (Calder et al. 2020, section 2.3), computed from the
-   posterior: corrections change how much source mass each class has, and Poisson learning without the
-   rescaling gives the extra mass to the classes that gained labels.
+   class-size weights of Calder et al. 2020 (``algo=poisson balance=true``), ``s_j = (1/c) / mean_i pi_ij``,
+   from the posterior: corrections change how much source mass each class has, and Poisson learning without
+   the rescaling gives the extra mass to the classes that gained labels.
 """
 from __future__ import annotations
 
