@@ -87,6 +87,18 @@ def tidy(runs: pd.DataFrame) -> pd.DataFrame:
 RUN_KEY = ["experiment", "algo", "per_class", "noise", "noise_rate", "seed"]
 
 
+def check_unique_places(runs: pd.DataFrame, where: str) -> None:
+    """Raise ValueError (one line) where two runs of ``runs`` hold one place (:data:`RUN_KEY`): a variant run into
+    an experiment's own sweep directory, which a table would average with the default's run."""
+    dup = runs[runs.duplicated(RUN_KEY, keep=False)]
+    if len(dup):
+        first = dup.iloc[0]
+        place = ", ".join(f"{k}={first[k]}" for k in RUN_KEY)
+        hashes = ", ".join(sorted(set(dup[(dup[RUN_KEY] == first[RUN_KEY]).all(axis=1)]["config_hash"].astype(str))))
+        raise ValueError(f"{where}: {len(dup)} runs share a place of a table ({place}: config hashes {hashes}); "
+                         f"move the variant out (a scratch hydra.sweep.dir) and run again")
+
+
 def merge(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     """``old`` with the runs of ``new`` added; a run in both (:data:`RUN_KEY`) is ``new``'s."""
     if not len(old):

@@ -680,6 +680,11 @@ def lowlabel_main(a: argparse.Namespace) -> int:
                   f"--from-csv)", file=sys.stderr)
             return 2
         new = lowlabel.collect(root)
+        try:  # before anything is written
+            lowlabel.check_unique_places(new, f"--root {root}")
+        except ValueError as exc:
+            print(f"lgcexp-tables: error: {exc}", file=sys.stderr)
+            return 2
         old = pd.read_csv(runs_csv) if runs_csv.is_file() else new.iloc[0:0]
         runs = lowlabel.merge(old, new)
         runs_csv.parent.mkdir(parents=True, exist_ok=True)

@@ -47,6 +47,7 @@ def test_committed_rows_are_the_experiments():
     runs = pd.read_csv(RUNS)
     assert list(runs.columns) == lowlabel.LOWLABEL_COLUMNS
     assert not runs.duplicated(["experiment", "config_hash"]).any()
+    lowlabel.check_unique_places(runs, "results/lowlabel/runs.csv")   # one run per place of a table
     assert set(runs["experiment"]) <= set(reproduce_lowlabel.FULL)
     digits = runs[runs["experiment"] == "lowlabel_digits"]
     assert len(digits) == 7 * 3 * 20  # methods x labels per class x seeds of conf/experiment/lowlabel_digits.yaml
@@ -203,3 +204,12 @@ def test_vae_recipe_and_its_recorded_cache_key():
     data = load_dataset("mnist", data_dir=str(data_dir), download=False)
     assert make_features("vae", **params).key(data.fingerprint()) == recorded
 
+
+
+def test_two_runs_in_one_place_are_refused_before_anything_is_written():
+    rows = [{"algo": "poisson", "per_class": 5, "seed": 0, "acc_unlabeled": 0.9, "solver_iterations": 60}]
+    lowlabel.check_unique_places(_runs(rows), "x")
+    twice = _runs(rows + [{**rows[0], "acc_unlabeled": 0.8}])
+    with pytest.raises(ValueError, match=r"x: 2 runs share a place of a table \(experiment=e, algo=poisson.*"
+                                         r"config hashes h0, h1\); move the variant out"):
+        lowlabel.check_unique_places(twice, "x")
