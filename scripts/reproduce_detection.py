@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from lgcexp.cache import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "label_issues"
 DOC = ROOT / "docs" / "label_issues.md"
@@ -168,13 +170,6 @@ def run_part(part: str, seeds: list[int] | None = None) -> int:
     return _run_realistic(part, seeds)
 
 
-def _replace_csv(df: pd.DataFrame, target: Path) -> None:
-    """Write ``target`` through a sibling file, so a fault never leaves a half-written table."""
-    part = target.with_name(target.name + ".part")
-    df.to_csv(part, index=False)
-    part.replace(target)
-
-
 def run_low_part(part: str, seeds: list[int] | None = None) -> int:
     """``python -m benchmarks low_rates`` into ``low_rates_<part>.csv`` (through a scratch folder; ``seeds``: only
     those, merged into the committed rows)."""
@@ -194,7 +189,7 @@ def run_low_part(part: str, seeds: list[int] | None = None) -> int:
         new = pd.concat(frames, ignore_index=True)
         if seeds is not None and target.is_file():
             new = merge_rows(pd.read_csv(target), new, LOW_KEYS)
-        _replace_csv(new, target)
+        atomic_write_text(target, new.to_csv(index=False))  # never a half-written table
     return rc
 
 
@@ -217,7 +212,7 @@ def _run_realistic(part: str, seeds: list[int] | None = None) -> int:
             df["cleanlab"] = version("cleanlab")
             if seeds is not None and target.is_file():
                 df = merge_rows(pd.read_csv(target), df, REALISTIC_KEYS)
-            _replace_csv(df, target)
+            atomic_write_text(target, df.to_csv(index=False))
     return rc
 
 

@@ -95,11 +95,18 @@ def poisson_cg(W: sp.csr_matrix, B: np.ndarray, *, tol: float = 1e-8, maxiter: i
     return U, it
 
 
+def source_balance(S: np.ndarray) -> np.ndarray:
+    """The paper's reweighting ``s_j = b_j / ybar_j`` with equal class sizes ``b_j = 1/c``, where ``ybar_j`` is
+    class j's share of the (m, c) label matrix S (one-hot or soft); 0 for a class with no mass."""
+    S = np.asarray(S, dtype=np.float64)
+    c = S.shape[1]
+    ybar = S.sum(axis=0) / max(1, S.shape[0])
+    return np.where(ybar > 0, (1.0 / c) / np.where(ybar > 0, ybar, 1.0), 0.0)
+
+
 def class_balance(y_labeled: np.ndarray, n_classes: int) -> np.ndarray:
-    """The paper's reweighting ``s_j = b_j / ybar_j`` with equal class sizes ``b_j = 1/c`` (0 for a class
-    with no label)."""
-    ybar = np.bincount(y_labeled, minlength=n_classes) / max(1, y_labeled.size)
-    return np.where(ybar > 0, (1.0 / n_classes) / np.where(ybar > 0, ybar, 1.0), 0.0)
+    """:func:`source_balance` of the one-hot labels."""
+    return source_balance(one_hot(np.asarray(y_labeled, dtype=np.int64), n_classes))
 
 
 class Poisson(GraphSSLAlgorithm):

@@ -32,8 +32,8 @@ from ..calibration import calibrate_under_noise, noisy_label_posterior
 from ..graph import Graph
 from ..params import Boolean, Options, positive
 from .base import GraphSSLAlgorithm, one_hot
-from .poisson import poisson_iterate, poisson_sources
-from .poissonl import check_iteration_bounds, normalise_rows, poisson_loo_matrix, poisson_operator
+from .poisson import poisson_iterate, poisson_sources, source_balance
+from .poissonl import PoissonL, judged_labels, normalise_rows, poisson_loo_matrix, poisson_operator
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def loo_evidence(A: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarr
     y = np.asarray(y, dtype=np.int64)
     At, isolated = normalise_rows(A)
     Z = At @ one_hot(y, n_classes)
-    reached = ~isolated & (np.bincount(y, minlength=n_classes)[y] > 1)
+    reached = judged_labels(isolated, y, n_classes)
     scale = np.abs(Z[reached]).mean() if reached.any() else 0.0
     if scale > 0:
         Z = Z / scale
@@ -67,13 +67,6 @@ def label_posterior(Z: np.ndarray, y: np.ndarray, reached: np.ndarray) -> tuple[
     q, T, rho = calibrate_under_noise(P, y[reached])
     post[reached] = noisy_label_posterior(q, y[reached], rho)
     return post, T, rho
-
-
-def source_balance(S: np.ndarray) -> np.ndarray:
-    """The class-size weights ``(1/c) / mean_i S_ic`` of sources S (0 for a class with no mass)."""
-    c = S.shape[1]
-    mass = S.mean(axis=0)
-    return np.where(mass > 0, (1.0 / c) / np.where(mass > 0, mass, 1.0), 0.0)
 
 
 class PoissonBayes(GraphSSLAlgorithm):
@@ -102,7 +95,7 @@ class PoissonBayes(GraphSSLAlgorithm):
 
     @classmethod
     def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
-        check_iteration_bounds(params, prefix)
+        PoissonL._check_relations(params, prefix)   # the same mixing rule's max_iter >= min_iter
 
     def _fit(self, graph: Graph, labeled, y_labeled, n_classes, *, eig=None, progress=False, cache=None) -> None:
         t0 = time.perf_counter()

@@ -62,13 +62,6 @@ def poisson_submatrix(W, labeled: np.ndarray, steps: int) -> np.ndarray:
     return 0.5 * (G + G.T)   # symmetric in exact arithmetic
 
 
-def check_iteration_bounds(params: dict[str, Any], prefix: str) -> None:
-    """The mixing rule's ``max_iter >= min_iter`` (one line naming both keys as the user typed them)."""
-    if params["max_iter"] < params["min_iter"]:
-        raise UserError(f"{prefix}max_iter={fmt_value(params['max_iter'])} is not allowed: it must be >= "
-                        f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
-
-
 def poisson_operator(graph: Graph, labeled: np.ndarray, cache: Any = None, *, min_iter: int = 50,
                      max_iter: int = 1000) -> tuple[np.ndarray, int, bool]:
     """(G_LL, T, cache hit): T from the mixing rule, G_LL by :func:`poisson_submatrix`; from the on-disk cache
@@ -112,6 +105,13 @@ def normalise_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     At = np.zeros_like(A)
     np.divide(A, s[:, None], out=At, where=~isolated[:, None])
     return At, isolated
+
+
+def judged_labels(isolated: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """The labels a leave-one-out can judge: reached by another label (not ``isolated``) and not the only label of
+    their class (the other labels can vote against that class, never for it)."""
+    y = np.asarray(y, dtype=np.int64)
+    return ~np.asarray(isolated, dtype=bool) & (np.bincount(y, minlength=n_classes)[y] > 1)
 
 
 def loo_gradient(A: np.ndarray, w: np.ndarray, y: np.ndarray, n_classes: int, loss: str = "xent",
@@ -184,7 +184,9 @@ class PoissonL(GraphSSLAlgorithm):
 
     @classmethod
     def _check_relations(cls, params: dict[str, Any], prefix: str) -> None:
-        check_iteration_bounds(params, prefix)
+        if params["max_iter"] < params["min_iter"]:
+            raise UserError(f"{prefix}max_iter={fmt_value(params['max_iter'])} is not allowed: it must be >= "
+                            f"{prefix}min_iter ({fmt_value(params['min_iter'])})")
 
     def operator(self, graph: Graph, labeled: np.ndarray, cache: Any = None) -> tuple[np.ndarray, int, bool]:
         """(G_LL, T, cache hit): :func:`poisson_operator` with this method's mixing rule."""
@@ -196,9 +198,7 @@ class PoissonL(GraphSSLAlgorithm):
         t_op = time.perf_counter() - t0
         A, isolated = normalise_rows(poisson_loo_matrix(G))
         y = np.asarray(y_labeled, dtype=np.int64)
-        # a label is judged where another label reaches it and another label has its class: the only label of a
-        # class can be voted against but never for, so it neither enters the loss nor takes the vote's class
-        judged = ~isolated & (np.bincount(y, minlength=n_classes)[y] > 1)
+        judged = judged_labels(isolated, y, n_classes)   # the others leave the loss and keep their one-hot
         model = LooModel(A, y_labeled, n_classes, loss=self.loss, normalize="softmax", dtype=self.dtype,
                          row_weight=judged.astype(float) if judged.any() else None)
         if judged.any():
