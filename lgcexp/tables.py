@@ -577,12 +577,32 @@ def _report(a: argparse.Namespace, runs: pd.DataFrame, reported: pd.DataFrame, p
     return writer(runs, reported, Path(a.out), provenance, root=root)
 
 
+def _unrecorded(runs: pd.DataFrame) -> pd.Series:
+    """Rows written before the ``setting`` column was recorded."""
+    if "setting" not in runs:
+        return pd.Series(True, index=runs.index)
+    return runs["setting"].isna() | (runs["setting"].astype(str) == "")
+
+
+def _run_identity(runs: pd.DataFrame) -> pd.Series:
+    """(data set, noise model, method without its bracket, noise rate, seed) as one string per row."""
+    noise = runs["noise"] if "noise" in runs else pd.Series(PAPER_NOISE, index=runs.index)
+    return (runs["dataset"].astype(str) + "|" + noise.astype(str) + "|" + base_method(runs["method"]) + "|"
+            + runs["noise_rate"].astype(float).round(6).astype(str) + "|" + runs["seed"].astype(int).astype(str))
+
+
 def merge_runs(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """One row per run (config hash) from two runs tables; ``new`` wins. Old rows without a noise model
-    were uniform noise."""
+    """One row per run from two runs tables; ``new`` wins. A new run replaces the old row of its config hash,
+    and also an old row of the same method, data set, noise and seed that recorded no setting (written before
+    settings were recorded, its config hash computed by an older config: the same run by an older code, not a
+    variant). Old rows without a noise model were uniform noise."""
     if "noise" not in old:
         old = old.assign(noise="uniform")
     old = old[~old["config_hash"].isin(set(new["config_hash"]))]
+    if len(old) and len(new):
+        recorded = new[~_unrecorded(new)]
+        superseded = _unrecorded(old) & _run_identity(old).isin(set(_run_identity(recorded)))
+        old = old[~superseded]
     both = pd.concat([old, new], ignore_index=True)
     cols = [c for c in RUN_COLUMNS if c in both] + [c for c in both if c not in RUN_COLUMNS]
     keys = [k for k in ("dataset", "noise", "method", "noise_rate", "seed") if k in both]

@@ -18,7 +18,11 @@ from pathlib import Path
 
 from lgcexp.reproduce import experiment_env, run_commands
 
-EXPERIMENTS = ["table_isolet", "table_mnist", "figure2"]
+#: the paper's tables and figure, then the columns lgcexp reruns beside them (ISOLET's pairwise-noise table and the
+#: baselines the paper quotes from Gong et al. and Lu et al.; docs/fidelity.md says how each setting was chosen)
+EXPERIMENTS = ["table_isolet", "table_mnist", "figure2", "table_isolet_pairwise", "table_isolet_gfhf",
+               "table_isolet_gtf", "table_isolet_lssc", "table_mnist_gfhf", "table_mnist_anchor_lgc",
+               "table_mnist_lssc", "table_mnist_eigenfunction"]
 
 
 def main() -> int:
@@ -38,8 +42,8 @@ def main() -> int:
     for name in ("figure2.png", "autod_curves.csv"):
         if (fig / name).exists():
             shutil.copy2(fig / name, tables / name)
-    # --merge: the committed runs.csv also holds runs these experiments do not make (ISOLET's pairwise table, the
-    # rerun baselines of docs/fidelity.md); a rerun replaces its own rows (same config hash) and keeps the others
+    # --merge: a rerun replaces its own rows (same config hash, or an older row of the same method, noise and seed
+    # that recorded no setting) and keeps the others (hand-run variants such as docs/fidelity.md's studies)
     cmd = [sys.executable, "-m", "lgcexp.tables_cli", "--root", str(results / "runs"), "--out", str(tables),
            "--runs-csv", str(results / "runs.csv"), "--merge",
            "--command", "make reproduce-tables" + ("-quick" if a.quick else "")]

@@ -197,6 +197,30 @@ def test_merge_runs_keeps_one_row_per_config_hash_and_the_new_one_wins():
     assert m.set_index("config_hash").loc["a", "noise"] == "uniform"      # old records were uniform noise
 
 
+def test_merge_runs_replaces_an_unrecorded_row_by_the_rerun_of_the_same_run_and_keeps_variants():
+    """A row written before settings were recorded (old config hash, no ``setting``) is superseded by a new run of
+    the same method, data set, noise and seed; a recorded old row of another setting (a variant) and unrecorded
+    rows of other seeds or methods stay."""
+    from lgcexp.tables import merge_runs
+
+    old = pd.DataFrame({"dataset": ["mnist"] * 4, "method": ["GFHF", "GFHF [setting=unrecorded]", "GFHF", "LGC"],
+                        "noise": ["uniform"] * 4, "noise_rate": [0.15, 0.3, 0.15, 0.15], "seed": [0, 0, 1, 0],
+                        "acc_unlabeled": [0.1, 0.2, 0.3, 0.4], "acc_labeled": [1.0] * 4,
+                        "config_hash": ["o1", "o2", "o3", "o4"], "setting": [None, "", None, None]})
+    variant = pd.DataFrame({"dataset": ["mnist"], "method": ["GFHF"], "noise": ["uniform"], "noise_rate": [0.15],
+                            "seed": [0], "acc_unlabeled": [0.5], "acc_labeled": [1.0], "config_hash": ["v"],
+                            "setting": ['{"algo.params.tol":1e-4}']})
+    new = pd.DataFrame({"dataset": ["mnist", "mnist"], "method": ["GFHF", "GFHF"], "noise": ["uniform"] * 2,
+                        "noise_rate": [0.15, 0.30000000001], "seed": [0, 0], "acc_unlabeled": [0.11, 0.22],
+                        "acc_labeled": [1.0, 1.0], "config_hash": ["n1", "n2"],
+                        "setting": ['{"algo.params.tol":1e-8}'] * 2})
+    m = merge_runs(pd.concat([old, variant], ignore_index=True), new)
+    assert sorted(m["config_hash"]) == ["n1", "n2", "o3", "o4", "v"]
+    # an unrecorded new row supersedes nothing but its own hash
+    m2 = merge_runs(old, new.assign(setting=None))
+    assert sorted(m2["config_hash"]) == ["n1", "n2", "o1", "o2", "o3", "o4"]
+
+
 def test_reproduce_tables_script_builds_the_tables_through_the_entry_point(tmp_path):
     """``make reproduce-tables``'s last step runs lgcexp-tables' module (a module without a ``__main__`` block
     would exit 0 having written nothing): with no sweep run and no runs folder it must fail with that entry
