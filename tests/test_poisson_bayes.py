@@ -64,6 +64,9 @@ def test_fit_against_a_dense_computation(labels):
     assert np.allclose(alg.posterior_, post, atol=1e-9)
     assert np.allclose(alg.scores_, U, atol=1e-9)
     assert np.array_equal(alg.labeled_pred_, post.argmax(1))
+    judgement = alg.label_judgement()                 # the prior: the other labels' evidence, calibrated
+    assert np.allclose(judgement.probs, q, atol=1e-9)
+    assert np.array_equal(judgement.decision, post.argmax(1) != y)
 
 
 def _clusters(n_per=30, c=3, seed=3):
@@ -108,3 +111,24 @@ def test_one_label_per_class_is_poisson_learning():
     plain = make_algorithm("poisson", {"balance": True}).fit(g, labeled, y, 3)
     assert np.allclose(alg.scores_, plain.scores_) and not alg.dropped_.any()
     assert alg.info_["n_isolated"] == 3 and alg.noise_rate_ == 0.0
+
+
+def test_the_label_issue_finder_flags_the_flipped_label_from_the_judgement():
+    """The judgement through the pipeline's label-issue stage: on separated clusters with one flipped label that
+    label is the only one flagged, with its true class suggested; the only label of a class gets a zero row and is
+    never flagged."""
+    from lgcexp.issues.judge import judge_labels
+    from lgcexp.issues.options import DetectOptions
+
+    g, truth = _clusters()
+    labeled = np.array([0, 3, 6, 9, 12, 30, 33, 36, 39, 42, 60, 63, 66, 69, 72, 45])
+    y = truth[labeled].copy()
+    y[3] = 2                                      # a cluster-0 point labelled 2
+    y[-1] = 3                                     # a class of one label (4 classes)
+    alg = make_algorithm("poissonBayes", {}).fit(g, labeled, y, 4)
+    judgement = alg.label_judgement()
+    assert not judgement.probs[-1].any() and judgement.probs[:-1].sum(1) == pytest.approx(1.0)
+    issues = judge_labels(judgement, labeled, y, g.n, DetectOptions(cut="consensus", features=False))
+    assert np.flatnonzero(issues.is_issue).tolist() == [3]
+    assert issues.suggested[3] == 0
+

@@ -87,6 +87,20 @@ def test_poissonl_fit_corrects_a_flipped_label(tmp_path):
     cache = Cache(str(tmp_path))
     a = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3, cache=cache)
     assert a.labeled_pred_[0] == y[labeled[0]] and a.omega_[0] < a.omega_[1:].min()
+    # the judgement: the other labels' leave-one-out votes at weights max(omega, 0), divided by their mean absolute
+    # value, softmax-normalised (an independent numpy computation from the exact leave-one-out matrix), lowest
+    # quality at the flipped label
+    from lgcexp.algorithms.poissonl import poisson_loo_matrix
+    from lgcexp.issues.judgement import label_quality
+
+    G, _, _ = a.operator(g, labeled, cache)
+    A = poisson_loo_matrix(G)
+    Z = (A / np.abs(A).sum(1, keepdims=True)) @ (np.maximum(a.omega_, 0)[:, None] * np.eye(3)[obs])
+    Z /= np.abs(Z).mean()
+    Q = np.exp(Z - Z.max(1, keepdims=True))
+    probs = a.label_judgement().probs
+    assert np.allclose(probs, Q / Q.sum(1, keepdims=True), atol=1e-9)
+    assert np.argmin(label_quality(probs, obs)) == 0
     assert (a.predict() == y).mean() >= (make_algorithm("poisson").fit(g, labeled, obs, 3).predict() == y).mean()
     b = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, obs, 3, cache=cache)
     assert b.info_["operator_cache_hit"] and np.array_equal(a.scores_, b.scores_)
@@ -177,3 +191,5 @@ def test_the_only_label_of_a_class_is_neither_judged_nor_dropped():
     pl = make_algorithm("poissonL", {"steps": 300, "dtype": "float64"}).fit(g, labeled, y, 3)
     assert pl.labeled_pred_[6] == 2 and not pl.dropped_[6] and pl.info_["n_unjudged"] >= 1
     assert np.allclose(pl.corrected_[6], [0, 0, 1])
+    judgement = pl.label_judgement()              # the label-issue finder never sees evidence for it
+    assert not judgement.probs[6].any() and np.array_equal(judgement.decision, pl.dropped_)

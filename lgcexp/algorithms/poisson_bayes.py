@@ -54,19 +54,23 @@ def loo_evidence(A: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarr
     return Z, reached
 
 
-def label_posterior(Z: np.ndarray, y: np.ndarray, reached: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """(posterior, T, rho) of steps 2-3 of the module docstring; rows not ``reached`` keep their given label."""
+def label_posterior(Z: np.ndarray, y: np.ndarray, reached: np.ndarray
+                    ) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """(posterior, T, rho, q) of steps 2-3 of the module docstring: ``q`` the calibrated leave-one-out distribution
+    (the prior; a zero row where a label is not ``reached``), rows not ``reached`` keep their given label."""
     y = np.asarray(y, dtype=np.int64)
     c = Z.shape[1]
     post = one_hot(y, c)
+    prior = np.zeros((y.size, c))
     if not reached.any():
-        return post, 1.0, 0.0
+        return post, 1.0, 0.0, prior
     Zr = Z[reached] - Z[reached].max(axis=1, keepdims=True)
     P = np.exp(Zr)
     P /= P.sum(axis=1, keepdims=True)
     q, T, rho = calibrate_under_noise(P, y[reached])
     post[reached] = noisy_label_posterior(q, y[reached], rho)
-    return post, T, rho
+    prior[reached] = q
+    return post, T, rho, prior
 
 
 class PoissonBayes(GraphSSLAlgorithm):
@@ -75,8 +79,10 @@ class PoissonBayes(GraphSSLAlgorithm):
     (the mixing rule, as ``algo=poisson``).
 
     After ``fit``: ``scores_``, ``posterior_`` (m, c), ``labeled_pred_`` (the posterior's argmax),
+    ``prior_`` (m, c: the calibrated leave-one-out distribution, step 2; zero rows for labels not judged),
     ``noise_rate_`` (the fitted rho), ``temperature_``, ``dropped_`` (the labels the posterior changes),
-    ``suspicion_`` (1 - the posterior of the given label)."""
+    ``suspicion_`` (1 - the posterior of the given label). :meth:`label_judgement` hands the prior and the changed
+    labels to the label-issue finder."""
 
     name = "poissonBayes"
     class_columns = ("corrected_label",)
@@ -103,7 +109,7 @@ class PoissonBayes(GraphSSLAlgorithm):
         t_op = time.perf_counter() - t0
         y = np.asarray(y_labeled, dtype=np.int64)
         Z, reached = loo_evidence(poisson_loo_matrix(G), y, n_classes)
-        post, temp, rho = label_posterior(Z, y, reached)
+        post, temp, rho, prior = label_posterior(Z, y, reached)
         S = post if self.labels == "soft" else one_hot(post.argmax(axis=1), n_classes)
         U, _ = poisson_iterate(graph.W, poisson_sources(graph.n, labeled, S), labeled, steps=T)
         if self.balance:
@@ -112,6 +118,7 @@ class PoissonBayes(GraphSSLAlgorithm):
         changed = corrected != y
         self.scores_ = U
         self.posterior_ = post
+        self.prior_ = prior
         self.labeled_pred_ = corrected
         self.noise_rate_ = rho
         self.temperature_ = temp
@@ -129,3 +136,12 @@ class PoissonBayes(GraphSSLAlgorithm):
             "operator_seconds": round(t_op, 4),
             "operator_cache_hit": hit,
         })
+
+    def label_judgement(self):
+        """Each label's calibrated leave-one-out distribution (step 2: the other labels' evidence only, a zero row
+        for a label not judged, which is never flagged); the method's own verdict: the posterior changes it."""
+        from ..issues.judgement import LabelJudgement
+
+        return LabelJudgement(probs=self.prior_.copy(), decision=self.dropped_.copy(),
+                              source="poissonBayes: calibrated exact Poisson leave-one-out (prior of the posterior)")
+

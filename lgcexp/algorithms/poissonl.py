@@ -107,6 +107,12 @@ def normalise_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return At, isolated
 
 
+def loo_votes(At: np.ndarray, omega: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """``Ã diag(max(omega, 0)) Y``: each label's leave-one-out votes at the label weights (a negative weight counts
+    as 0, as in the loss)."""
+    return At @ (np.maximum(np.asarray(omega, dtype=np.float64), 0.0)[:, None] * one_hot(y, n_classes))
+
+
 def judged_labels(isolated: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """The labels a leave-one-out can judge: reached by another label (not ``isolated``) and not the only label of
     their class (the other labels can vote against that class, never for it)."""
@@ -213,6 +219,8 @@ class PoissonL(GraphSSLAlgorithm):
         U, _ = poisson_iterate(graph.W, poisson_sources(graph.n, labeled, Q), labeled, steps=T)
         dropped = (omega <= 0.0) & judged   # a label that cannot be judged is never dropped
         self.omega_ = omega
+        self.judged_ = judged
+        self._loo_logits = loo_votes(A, omega, y, n_classes)
         self.corrected_ = Q
         self.scores_ = U
         self.labeled_pred_ = Q.argmax(axis=1)
@@ -233,3 +241,20 @@ class PoissonL(GraphSSLAlgorithm):
             "opt_seconds": round(ost["seconds"], 4),
             "opt_steps": int(self.steps),
         })
+
+    def label_judgement(self):
+        """Each judged label's leave-one-out class distribution at the learnt label weights: the softmax of the
+        other labels' votes ``Ã diag(max(omega, 0)) Y`` divided by their mean absolute value over the judged labels
+        (Adam drives the trusted weights to large values, so the loss's own softmax is near one-hot and its scale
+        differs from run to run; as PoissonBayes's evidence, the division makes it scale-free); a zero row for a
+        label not judged (never flagged). The method's own verdict: omega <= 0."""
+        from ..issues.judgement import LabelJudgement
+
+        Z = self._loo_logits
+        scale = np.abs(Z[self.judged_]).mean() if self.judged_.any() else 0.0
+        Z = Z / scale if scale > 0 else Z
+        P = np.exp(Z - Z.max(axis=1, keepdims=True))
+        probs = np.where(self.judged_[:, None], P / P.sum(axis=1, keepdims=True), 0.0)
+        return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
+                              source=f"{self.name}: exact Poisson leave-one-out at the learnt label weights")
+
