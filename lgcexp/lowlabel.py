@@ -12,7 +12,8 @@ renders the tables from those rows alone, so a committed table is rebuilt and ch
   setting, a column per method, then PoissonL's paired differences with Poisson and AutoL, and PoissonL-MBO's with
   Poisson-MBO where the experiment ran it (mean ± standard error over the trials both ran, trials where the first
   is higher), and one figure ``<experiment>_k<k>.png``
-  (accuracy against the noise rate, a panel per noise model).
+  (accuracy against the noise rate, a panel per noise model); where judging methods recorded the labels they flag,
+  ``<experiment>_k<k>_flags.md`` / ``.csv`` (:func:`flags_table`: F1, average precision and count of the flags).
 
 The tables carry no date or machine (provenance goes to PROVENANCE.md), so the same rows give the same bytes.
 ``--docs FILE`` copies each table into the blocks of FILE marked ``<!-- lowlabel-table: NAME.md -->`` ...
@@ -34,7 +35,12 @@ from .records import RESULT_FILE
 #: one compact row per run (results/lowlabel/runs.csv)
 LOWLABEL_COLUMNS = ["experiment", "dataset", "features", "features_key", "algo", "per_class", "noise", "noise_rate",
                     "seed", "n_labeled", "n_flipped", "acc_unlabeled", "solver_iterations", "n_dropped",
-                    "seconds_total", "config_hash"]
+                    "n_label_issues", "detect_estimated_issues", "detect_f1", "detect_ap", "seconds_total",
+                    "config_hash"]
+
+#: the label-issue columns (methods that judge their labels; empty for the others and for rows recorded before
+#: they were kept)
+FLAG_COLUMNS = ["n_label_issues", "detect_estimated_issues", "detect_f1", "detect_ap"]
 
 #: the order of method columns (others follow alphabetically)
 METHOD_ORDER = ["gfhf", "lgc", "wnll", "properly", "meanshift", "poisson", "poissonMBO", "cutssl", "autoL", "auto",
@@ -206,6 +212,55 @@ def noise_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return pd.DataFrame(cells), "\n".join(lines)
 
 
+def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
+    """(cells, markdown) of the labels each judging method flags (``label_issues.csv``, the ``detect`` defaults) in
+    one labels-per-class value of a noisy experiment: a row per noise setting, per method the F1 of the flags
+    against the flipped labels, the average precision of its ranking (by label quality) and the flags against the
+    flipped count (at 0 %: false alarms). None where no run recorded flags."""
+    runs = noise_rows(runs)
+    if "n_label_issues" not in runs or not runs["n_label_issues"].notna().any():
+        return None
+    runs = runs[runs["n_label_issues"].notna()]
+    methods = method_order(runs["algo"])
+    settings = sorted(set(runs["setting"]), key=lambda s: (s != "none", s.split()[0] != "uniform", s.split()[0],
+                                                          0.0 if s == "none" else float(s.split()[1])))
+    head = ["noise", "flipped (mean)"] + [f"`{m}` F1 / AP / flagged" for m in methods]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    cells = []
+    for s in settings:
+        sel = runs[runs["setting"] == s]
+        model, rate = ("none", 0.0) if s == "none" else (s.split()[0], float(s.split()[1]))
+        row = ["none, 0 %" if s == "none" else f"{model}, {round(100 * rate)} %",
+               f"{sel['n_flipped'].astype(float).mean():.1f}"]
+        n_max = int(sel.groupby("algo").size().max())
+        for m in methods:
+            g = sel[sel["algo"] == m]
+            if not len(g):
+                row.append("–")
+                continue
+            f1, ap = g["detect_f1"].astype(float), g["detect_ap"].astype(float)
+            flagged = g["n_label_issues"].astype(float).mean()
+            cells.append({"noise": model, "noise_rate": rate, "method": m, "n": len(g),
+                          "f1": f1.mean() if rate > 0 else float("nan"), "ap": ap.mean() if rate > 0 else float("nan"),
+                          "flagged": flagged, "estimated": g["detect_estimated_issues"].mean(),
+                          "flipped": g["n_flipped"].astype(float).mean()})
+            none_flipped = not (g["n_flipped"].astype(float) > 0).any()   # F1 and AP need a flipped label
+            quality = "– / –" if none_flipped or not f1.notna().any() else f"{f1.mean():.3f} / {ap.mean():.3f}"
+            row.append(f"{quality} / {flagged:.1f}" + ("" if len(g) == n_max else f" ({len(g)})"))
+        lines.append("| " + " | ".join(row) + " |")
+    return pd.DataFrame(cells), "\n".join(lines)
+
+
+def flags_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
+    first = runs.iloc[0]
+    seeds = sorted(set(runs["seed"].astype(int)))
+    n = int(runs["n_label_issues"].notna().sum())
+    return (f"**`{experiment}`, flagged labels**: {str(first['dataset']).upper()}, {k} labels per class, the labels "
+            f"each judging method flags (`label_issues.csv`, `detect` defaults) against the flipped ones, mean over "
+            f"seeds {seeds[0]}–{seeds[-1]} ({n} runs): F1 of the flags, average precision of the ranking, labels "
+            f"flagged (at 0 %: false alarms).")
+
+
 def caption(experiment: str, runs: pd.DataFrame, k: int | None = None) -> str:
     first = runs.iloc[0]
     feats = "raw features" if first["features"] == "raw" else f"{first['features']} codes"
@@ -269,6 +324,10 @@ def write_lowlabel_tables(runs: pd.DataFrame, out: Path, figures: bool = True) -
             atomic_write_text(out / f"{name}.csv", cells.round(4).to_csv(index=False))
             if figures:
                 plot_noise(out / f"{name}.png", gk, f"{experiment}: {int(k)} labels per class")
+            flags = flags_table(gk)
+            if flags is not None:
+                tables[f"{name}_flags.md"] = flags_caption(experiment, gk, int(k)) + "\n\n" + flags[1] + "\n"
+                atomic_write_text(out / f"{name}_flags.csv", flags[0].round(4).to_csv(index=False))
     for name, text in tables.items():
         atomic_write_text(out / name, text)
     index = ["# Low-label tables", "",

@@ -127,6 +127,29 @@ def test_noise_table_pairs_trials_and_merges_the_clean_runs():
     assert cells[(cells["noise"] == "none") & (cells["method"] == "poisson")]["n"].item() == 3
 
 
+def test_flags_table_against_independent_numbers():
+    """Means of the recorded flags per method and setting; a method without recorded flags has no column, a 0 %
+    row shows its false alarms, a table without any flags is not written."""
+    rows = []
+    f1 = {("lgc", 0): 0.5, ("lgc", 1): 0.7, ("poissonBayes", 0): 0.9, ("poissonBayes", 1): 0.8}
+    for (algo, seed), f in f1.items():
+        rows.append({"algo": algo, "per_class": 5, "seed": seed, "noise": "uniform", "noise_rate": 0.2, "n_labeled": 50,
+                     "n_flipped": 10, "acc_unlabeled": 0.8, "n_label_issues": 10 + seed, "detect_estimated_issues": 9,
+                     "detect_f1": f, "detect_ap": f - 0.1})
+        rows.append({"algo": algo, "per_class": 5, "seed": seed, "noise": "uniform", "noise_rate": 0.0, "n_labeled": 50,
+                     "n_flipped": 0, "acc_unlabeled": 0.9, "n_label_issues": 2 * seed, "detect_estimated_issues": 1,
+                     "detect_f1": np.nan, "detect_ap": np.nan})
+    rows.append({"algo": "poisson", "per_class": 5, "seed": 0, "noise": "uniform", "noise_rate": 0.2, "n_labeled": 50,
+                 "n_flipped": 10, "acc_unlabeled": 0.7})
+    cells, md = lowlabel.flags_table(_runs(rows))
+    lines = md.splitlines()
+    assert lines[0] == "| noise | flipped (mean) | `lgc` F1 / AP / flagged | `poissonBayes` F1 / AP / flagged |"
+    assert lines[2] == "| none, 0 % | 0.0 | – / – / 1.0 | – / – / 1.0 |"
+    assert lines[3] == "| uniform, 20 % | 10.0 | 0.600 / 0.500 / 10.5 | 0.850 / 0.750 / 10.5 |"
+    assert set(cells["method"]) == {"lgc", "poissonBayes"}
+    assert lowlabel.flags_table(_runs([rows[-1]])) is None
+
+
 def _record(algo, seed, k, acc, exp_hash):
     return {"dataset": "digits", "algo": algo, "seed": seed, "noise": "none", "noise_rate": 0.0, "n_labeled": 10 * k,
             "n_flipped": 0, "acc_unlabeled": acc, "solver_iterations": 51, "stage_seconds": {"load": 1.0, "graph": 0.5},
