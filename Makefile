@@ -24,7 +24,7 @@ test-all:           ## also the full-MNIST tests
 bench:              ## speed figures -> results/bench/ (python -m benchmarks report; python -m benchmarks --list: every benchmark)
 	$(PYTHON) -m benchmarks report
 
-reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel), figures and REPORT.md -> results/tables/
+reproduce-tables:   ## the paper's Tables 1-2 and Figure 2 (20 seeds, parallel), the pairwise table and the rerun baselines, figures and REPORT.md -> results/tables/
 	$(PYTHON) scripts/reproduce_tables.py --jobs $(JOBS)
 
 reproduce-tables-quick:  ## the same with 3 seeds -> results/quick/tables/

@@ -38,9 +38,6 @@ LOWLABEL_COLUMNS = ["experiment", "dataset", "features", "features_key", "algo",
                     "n_label_issues", "detect_estimated_issues", "detect_f1", "detect_ap", "seconds_total",
                     "config_hash"]
 
-#: the label-issue columns (methods that judge their labels; empty for the others and for rows recorded before
-#: they were kept)
-FLAG_COLUMNS = ["n_label_issues", "detect_estimated_issues", "detect_f1", "detect_ap"]
 
 #: the order of method columns (others follow alphabetically)
 METHOD_ORDER = ["gfhf", "lgc", "wnll", "properly", "meanshift", "poisson", "poissonMBO", "cutssl", "autoL", "auto",
@@ -216,11 +213,12 @@ def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     """(cells, markdown) of the labels each judging method flags (``label_issues.csv``, the ``detect`` defaults) in
     one labels-per-class value of a noisy experiment: a row per noise setting, per method the F1 of the flags
     against the flipped labels, the average precision of its ranking (by label quality) and the flags against the
-    flipped count (at 0 %: false alarms). None where no run recorded flags."""
-    runs = noise_rows(runs)
-    if "n_label_issues" not in runs or not runs["n_label_issues"].notna().any():
+    flipped count (at 0 %: false alarms), over the runs that recorded flags (the judging methods; other methods and
+    runs recorded before flags were kept are left out; a method with fewer runs than the row's most shows its count
+    in brackets). None where no run recorded flags."""
+    runs = flagged_runs(runs)
+    if runs is None:
         return None
-    runs = runs[runs["n_label_issues"].notna()]
     methods = method_order(runs["algo"])
     settings = sorted(set(runs["setting"]), key=lambda s: (s != "none", s.split()[0] != "uniform", s.split()[0],
                                                           0.0 if s == "none" else float(s.split()[1])))
@@ -245,16 +243,26 @@ def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
                           "flagged": flagged, "estimated": g["detect_estimated_issues"].mean(),
                           "flipped": g["n_flipped"].astype(float).mean()})
             none_flipped = not (g["n_flipped"].astype(float) > 0).any()   # F1 and AP need a flipped label
-            quality = "– / –" if none_flipped or not f1.notna().any() else f"{f1.mean():.3f} / {ap.mean():.3f}"
+            quality = "– / –" if none_flipped or not f1.notna().any() else \
+                f"{f1.mean():.3f} / " + (f"{ap.mean():.3f}" if ap.notna().any() else "–")
             row.append(f"{quality} / {flagged:.1f}" + ("" if len(g) == n_max else f" ({len(g)})"))
         lines.append("| " + " | ".join(row) + " |")
     return pd.DataFrame(cells), "\n".join(lines)
 
 
+def flagged_runs(runs: pd.DataFrame) -> pd.DataFrame | None:
+    """The runs that recorded their flags, one per trial (:func:`noise_rows`, applied after the selection so that a
+    0 % trial is kept from whichever noise model recorded flags); None where none did."""
+    if "n_label_issues" not in runs or not runs["n_label_issues"].notna().any():
+        return None
+    return noise_rows(runs[runs["n_label_issues"].notna()])
+
+
 def flags_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
     first = runs.iloc[0]
+    runs = flagged_runs(runs)
     seeds = sorted(set(runs["seed"].astype(int)))
-    n = int(runs["n_label_issues"].notna().sum())
+    n = len(runs)
     return (f"**`{experiment}`, flagged labels**: {str(first['dataset']).upper()}, {k} labels per class, the labels "
             f"each judging method flags (`label_issues.csv`, `detect` defaults) against the flipped ones, mean over "
             f"seeds {seeds[0]}–{seeds[-1]} ({n} runs): F1 of the flags, average precision of the ranking, labels "

@@ -585,23 +585,38 @@ def _unrecorded(runs: pd.DataFrame) -> pd.Series:
 
 
 def _run_identity(runs: pd.DataFrame) -> pd.Series:
-    """(data set, noise model, method without its bracket, noise rate, seed) as one string per row."""
-    noise = runs["noise"] if "noise" in runs else pd.Series(PAPER_NOISE, index=runs.index)
-    return (runs["dataset"].astype(str) + "|" + noise.astype(str) + "|" + base_method(runs["method"]) + "|"
-            + runs["noise_rate"].astype(float).round(6).astype(str) + "|" + runs["seed"].astype(int).astype(str))
+    """(data set, noise model, method without its bracket, noise rate, seed) as one string per row; None where a row
+    lacks one of them (such a row is never matched)."""
+    if any(c not in runs for c in ("dataset", "method", "noise_rate", "seed")):
+        return pd.Series(None, index=runs.index, dtype=object)
+    noise = runs["noise"].fillna(PAPER_NOISE) if "noise" in runs else pd.Series(PAPER_NOISE, index=runs.index)
+    rate = pd.to_numeric(runs["noise_rate"], errors="coerce").round(6)
+    seed = pd.to_numeric(runs["seed"], errors="coerce")
+    ident = (runs["dataset"].astype(str) + "|" + noise.astype(str) + "|" + base_method(runs["method"]) + "|"
+             + rate.astype(str) + "|" + seed.astype("Int64").astype(str))
+    complete = runs["dataset"].notna() & runs["method"].notna() & rate.notna() & seed.notna()
+    return ident.where(complete, None)
 
 
 def merge_runs(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     """One row per run from two runs tables; ``new`` wins. A new run replaces the old row of its config hash,
     and also an old row of the same method, data set, noise and seed that recorded no setting (written before
-    settings were recorded, its config hash computed by an older config: the same run by an older code, not a
-    variant). Old rows without a noise model were uniform noise."""
+    settings were recorded, its config hash computed by an older config: the same run by an older code), where
+    the new runs hold one setting for that run (several would be variants: none of them replaces it). Old rows
+    without a noise model were uniform noise. The number of rows replaced that way is logged."""
     if "noise" not in old:
         old = old.assign(noise="uniform")
     old = old[~old["config_hash"].isin(set(new["config_hash"]))]
-    if len(old) and len(new):
+    if len(old) and len(new) and "setting" in new:
         recorded = new[~_unrecorded(new)]
-        superseded = _unrecorded(old) & _run_identity(old).isin(set(_run_identity(recorded)))
+        ident = _run_identity(recorded)
+        settings = recorded.assign(_id=ident).dropna(subset=["_id"]).groupby("_id")["setting"].nunique()
+        superseded = _unrecorded(old) & _run_identity(old).isin(set(settings.index[settings == 1]))
+        if superseded.any():
+            import logging
+
+            logging.getLogger("lgcexp").info("lgcexp-tables --merge: %d rows without a recorded setting replaced by "
+                                             "their reruns", int(superseded.sum()))
         old = old[~superseded]
     both = pd.concat([old, new], ignore_index=True)
     cols = [c for c in RUN_COLUMNS if c in both] + [c for c in both if c not in RUN_COLUMNS]

@@ -139,15 +139,27 @@ def test_flags_table_against_independent_numbers():
         rows.append({"algo": algo, "per_class": 5, "seed": seed, "noise": "uniform", "noise_rate": 0.0, "n_labeled": 50,
                      "n_flipped": 0, "acc_unlabeled": 0.9, "n_label_issues": 2 * seed, "detect_estimated_issues": 1,
                      "detect_f1": np.nan, "detect_ap": np.nan})
-    rows.append({"algo": "poisson", "per_class": 5, "seed": 0, "noise": "uniform", "noise_rate": 0.2, "n_labeled": 50,
-                 "n_flipped": 10, "acc_unlabeled": 0.7})
+    unflagged = {"algo": "poisson", "per_class": 5, "seed": 0, "noise": "uniform", "noise_rate": 0.2, "n_labeled": 50,
+                 "n_flipped": 10, "acc_unlabeled": 0.7}
+    rows.append(unflagged)
+    # the same 0 % trials drawn under the other noise model, recorded before flags were kept: they must not displace
+    # the flagged ones (noise_rows keeps one model's 0 % runs, the first by name)
+    rows += [{"algo": a, "per_class": 5, "seed": s, "noise": "confusion", "noise_rate": 0.0, "n_labeled": 50,
+              "n_flipped": 0, "acc_unlabeled": 0.9} for a in ("lgc", "poissonBayes") for s in (0, 1)]
+    # a method with flags in one trial of two
+    rows.append({"algo": "poissonL", "per_class": 5, "seed": 0, "noise": "uniform", "noise_rate": 0.2, "n_labeled": 50,
+                 "n_flipped": 10, "acc_unlabeled": 0.8, "n_label_issues": 9, "detect_estimated_issues": 9,
+                 "detect_f1": 0.95, "detect_ap": np.nan})
     cells, md = lowlabel.flags_table(_runs(rows))
     lines = md.splitlines()
-    assert lines[0] == "| noise | flipped (mean) | `lgc` F1 / AP / flagged | `poissonBayes` F1 / AP / flagged |"
-    assert lines[2] == "| none, 0 % | 0.0 | – / – / 1.0 | – / – / 1.0 |"
-    assert lines[3] == "| uniform, 20 % | 10.0 | 0.600 / 0.500 / 10.5 | 0.850 / 0.750 / 10.5 |"
-    assert set(cells["method"]) == {"lgc", "poissonBayes"}
-    assert lowlabel.flags_table(_runs([rows[-1]])) is None
+    assert lines[0] == ("| noise | flipped (mean) | `lgc` F1 / AP / flagged | `poissonL` F1 / AP / flagged | "
+                        "`poissonBayes` F1 / AP / flagged |")
+    assert lines[2] == "| none, 0 % | 0.0 | – / – / 1.0 | – | – / – / 1.0 |"
+    assert lines[3] == "| uniform, 20 % | 10.0 | 0.600 / 0.500 / 10.5 | 0.950 / – / 9.0 (1) | 0.850 / 0.750 / 10.5 |"
+    assert set(cells["method"]) == {"lgc", "poissonL", "poissonBayes"}
+    assert lowlabel.flags_table(_runs([unflagged])) is None
+    caption = lowlabel.flags_caption("e", _runs(rows), 5)
+    assert "seeds 0–1 (9 runs)" in caption   # 4 + 4 + 1 flagged runs, the unflagged 0 % duplicates left out
 
 
 def _record(algo, seed, k, acc, exp_hash):

@@ -193,3 +193,12 @@ def test_the_only_label_of_a_class_is_neither_judged_nor_dropped():
     assert np.allclose(pl.corrected_[6], [0, 0, 1])
     judgement = pl.label_judgement()              # the label-issue finder never sees evidence for it
     assert not judgement.probs[6].any() and np.array_equal(judgement.decision, pl.dropped_)
+    # the judged rows: the votes scaled by their mean absolute value over the judged labels only (numpy, from A)
+    from lgcexp.algorithms.poissonl import poisson_loo_matrix
+
+    G, _, _ = pl.operator(g, labeled)
+    A = poisson_loo_matrix(G)
+    Z = (A / np.abs(A).sum(1, keepdims=True)) @ (np.maximum(pl.omega_, 0)[:, None] * np.eye(3)[y])
+    Z = Z[:6] / np.abs(Z[:6]).mean()
+    Q = np.exp(Z - Z.max(1, keepdims=True))
+    assert np.allclose(judgement.probs[:6], Q / Q.sum(1, keepdims=True), atol=1e-9)

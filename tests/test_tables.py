@@ -219,6 +219,13 @@ def test_merge_runs_replaces_an_unrecorded_row_by_the_rerun_of_the_same_run_and_
     # an unrecorded new row supersedes nothing but its own hash
     m2 = merge_runs(old, new.assign(setting=None))
     assert sorted(m2["config_hash"]) == ["n1", "n2", "o1", "o2", "o3", "o4"]
+    # two new settings of one run are variants: neither replaces the unrecorded row
+    two = pd.concat([new.iloc[[0]], new.iloc[[0]].assign(config_hash="n3", setting='{"algo.params.tol":1e-4}')])
+    assert sorted(merge_runs(old, two)["config_hash"]) == ["n1", "n3", "o1", "o2", "o3", "o4"]
+    # an old table with a missing seed, a NaN noise model or no seed column: nothing raises, incomplete rows stay
+    odd = old.assign(seed=[0, np.nan, 1, 0], noise=[np.nan, "uniform", "uniform", "uniform"])
+    assert sorted(merge_runs(odd, new)["config_hash"]) == ["n1", "n2", "o2", "o3", "o4"]
+    assert len(merge_runs(old.drop(columns="seed"), new.drop(columns="seed"))) == 6
 
 
 def test_reproduce_tables_script_builds_the_tables_through_the_entry_point(tmp_path):
