@@ -30,6 +30,13 @@ BASELINE_METHODS = ("knn",)
 METRICS = ("euclidean", "cosine")
 
 
+
+def _judging() -> str:
+    """The registered methods that judge their labels, for messages."""
+    from ..algorithms import method_names
+
+    return method_names("judging")
+
 def default_method(n_labeled: int, n: int) -> str:
     """The judging method when none is named: ``lgc`` where at least
     :data:`lgcexp.issues.views.FULL_LABELLED_SHARE` of the points are labelled (measured on realistic noise
@@ -118,8 +125,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
       view, ``method="knn"``). Measured on network embeddings (docs/label_issues.md#embeddings).
 
     ``labels``: one value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no
-    label. ``method``: an algorithm that judges labels (``autoL``; ``lgc``; ``siis``; see
-    :mod:`lgcexp.algorithms`) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on
+    label. ``method``: an algorithm that judges labels (``autoL``, ``lgc``, ``siis``, ``poissonL``, ``poissonBayes``,
+    ...: :func:`lgcexp.algorithms.method_names` with ``kind="judging"``) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on
     ``X``); None: :func:`default_method`. A dense method that cannot fit in memory is refused before any work.
     ``cut``, ``features``, ``folds``, ``min_agreement``, ``threshold``, ``min_per_class``: the six ``detect``
     options (:class:`DetectOptions`; ``cut`` None: ``count`` for ``pred_probs`` alone, else ``auto``: ``count``
@@ -231,12 +238,12 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
             from ..algorithms.base import GraphSSLAlgorithm
 
             if type(algorithm).label_judgement is GraphSSLAlgorithm.label_judgement:
-                raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
+                raise UserError(f"method={method} does not judge labels; use one that does ({_judging()}) or knn")
             fitted = fit_on_graph(builder, algorithm, X, labeled, y, c, cache=cache, detect=opts,
                                   build_options=build_options, features=X, view=P, image_shape=image_shape)
             judged, W = fitted.issues, fitted.graph.W
             if judged is None:
-                raise UserError(f"method={method} does not judge labels; use autoL, lgc or siis (or knn)")
+                raise UserError(f"method={method} does not judge labels; use one that does ({_judging()}) or knn")
 
     flipped: np.ndarray | None = None
     if clean_labels is not None:
