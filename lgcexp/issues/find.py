@@ -126,7 +126,8 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
 
     ``labels``: one value per point (ints or strings), ``unlabeled_value``, empty or NaN where a point has no
     label. ``method``: an algorithm that judges labels (``autoL``, ``lgc``, ``siis``, ``poissonL``, ``poissonBayes``,
-    ...: :func:`lgcexp.algorithms.method_names` with ``kind="judging"``) with its ``params``, or ``knn`` (the baseline: out-of-sample 10-NN frequencies on
+    ...: :func:`lgcexp.algorithms.method_names` with ``kind="judging"``) with its ``params``, or ``knn``
+    (the baseline: out-of-sample 10-NN frequencies on
     ``X``); None: :func:`default_method`. A dense method that cannot fit in memory is refused before any work.
     ``cut``, ``features``, ``folds``, ``min_agreement``, ``threshold``, ``min_per_class``: the six ``detect``
     options (:class:`DetectOptions`; ``cut`` None: ``count`` for ``pred_probs`` alone, else ``auto``: ``count``
