@@ -268,11 +268,10 @@ def _check_unused(parsed: list, plans: list) -> None:
     detect = [line for k, line in typed.items() if k == "detect" or k.startswith("detect.")]
     if detect and plans and not any(judges_labels(p.algorithm) for p in plans):
         name = plans[0].algorithm.name
-        from .algorithms import ALGORITHMS
+        from .algorithms import method_names
 
-        judging = [n for n in ALGORITHMS.names() if judges_labels(ALGORITHMS.get(n)())]
         raise UserError(f"{detect[0]} is not allowed with algo={name}: it does not judge its labels (no "
-                        f"label_issues.csv); the detect options are for {', '.join(judging)}")
+                        f"label_issues.csv); the detect options are for {method_names('judging')}")
     if "eig.p" in typed and plans and not any(p.n_eigenpairs == p.config["eig"]["p"] for p in plans):
         p = plans[0]
         name = p.algorithm.name

@@ -319,9 +319,7 @@ def _labels_key(p: RunPlan, given: bool) -> str:
 
 def judges_labels(algorithm: Any) -> bool:
     """Does the method judge its labels (label_issues.csv, the detect options)?"""
-    from .algorithms.base import GraphSSLAlgorithm
-
-    return type(algorithm).label_judgement is not GraphSSLAlgorithm.label_judgement
+    return type(algorithm).judges_labels()
 
 
 def _check_folds(p: RunPlan, key: str, folds: int, default: int, counts: np.ndarray, what: str) -> None:

@@ -169,13 +169,27 @@ def noise_rows(runs: pd.DataFrame) -> pd.DataFrame:
     return runs
 
 
+def setting_parts(setting: str) -> tuple[str, float]:
+    """(noise model, rate) of a :func:`noise_rows` setting (``none``: no noise)."""
+    return ("none", 0.0) if setting == "none" else (setting.split()[0], float(setting.split()[1]))
+
+
+def setting_order(settings) -> list[str]:
+    """The settings in table order: none, then uniform, then the other models by name; rates ascending."""
+    return sorted(set(settings), key=lambda s: (s != "none", setting_parts(s)[0] != "uniform", *setting_parts(s)))
+
+
+def setting_label(setting: str) -> str:
+    """A table row's first cell: ``none, 0 %`` or ``<model>, <rate> %``."""
+    model, rate = setting_parts(setting)
+    return "none, 0 %" if setting == "none" else f"{model}, {round(100 * rate)} %"
+
+
 def noise_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """(cells, markdown) of one labels-per-class value of a noisy experiment: a row per noise setting."""
     runs = noise_rows(runs)
     methods = method_order(runs["algo"])
-    # none, then uniform, then the other models by name; rates ascending
-    settings = sorted(set(runs["setting"]), key=lambda s: (s != "none", s.split()[0] != "uniform", s.split()[0],
-                                                          0.0 if s == "none" else float(s.split()[1])))
+    settings = setting_order(runs["setting"])
     cells, lines = [], []
     paired = [p for p in PAIRED if p[0] in methods and p[1] in methods]
     head = ["noise", "trials"] + [f"`{m}`" for m in methods] + [p[2] for p in paired]
@@ -183,8 +197,8 @@ def noise_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     for s in settings:
         sel = runs[runs["setting"] == s]
         n_max = int(sel.groupby("algo").size().max())
-        model, rate = ("none", 0.0) if s == "none" else (s.split()[0], float(s.split()[1]))
-        row = [("none, 0 %" if s == "none" else f"{model}, {round(100 * rate)} %"), str(n_max)]
+        model, rate = setting_parts(s)
+        row = [setting_label(s), str(n_max)]
         for m in methods:
             acc = sel.loc[sel["algo"] == m, "acc_unlabeled"]
             if not len(acc):
@@ -220,15 +234,14 @@ def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     if runs is None:
         return None
     methods = method_order(runs["algo"])
-    settings = sorted(set(runs["setting"]), key=lambda s: (s != "none", s.split()[0] != "uniform", s.split()[0],
-                                                          0.0 if s == "none" else float(s.split()[1])))
+    settings = setting_order(runs["setting"])
     head = ["noise", "flipped (mean)"] + [f"`{m}` F1 / AP / flagged" for m in methods]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     cells = []
     for s in settings:
         sel = runs[runs["setting"] == s]
-        model, rate = ("none", 0.0) if s == "none" else (s.split()[0], float(s.split()[1]))
-        row = ["none, 0 %" if s == "none" else f"{model}, {round(100 * rate)} %",
+        model, rate = setting_parts(s)
+        row = [setting_label(s),
                f"{sel['n_flipped'].astype(float).mean():.1f}"]
         n_max = int(sel.groupby("algo").size().max())
         for m in methods:

@@ -40,8 +40,7 @@ def method_names(kind: str = "") -> str:
         raise ValueError(f"method_names: kind={kind!r} is not allowed: choose '' or 'judging'")
     names = ALGORITHMS.names()
     if kind == "judging":
-        names = tuple(n for n in names
-                      if ALGORITHMS.get(n).label_judgement is not GraphSSLAlgorithm.label_judgement)
+        names = tuple(n for n in names if ALGORITHMS.get(n).judges_labels())
     return ", ".join(names)
 
 

@@ -80,6 +80,12 @@ class GraphSSLAlgorithm(Configurable):
         ``pll_alphas`` lists those of all its methods."""
         return ()
 
+    @classmethod
+    def judges_labels(cls) -> bool:
+        """Does the method judge its labels (a ``label_judgement()`` of its own, so a run writes
+        ``label_issues.csv`` and the ``detect`` options apply)?"""
+        return cls.label_judgement is not GraphSSLAlgorithm.label_judgement
+
     def label_judgement(self) -> Any:
         """After ``fit``: the method's judgement of its labelled points, a
         :class:`lgcexp.issues.judgement.LabelJudgement` (each labelled point's class distribution from the

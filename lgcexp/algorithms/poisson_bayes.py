@@ -33,7 +33,15 @@ from ..graph import Graph
 from ..params import Boolean, Options, positive
 from .base import GraphSSLAlgorithm, one_hot
 from .poisson import poisson_iterate, poisson_sources, source_balance
-from .poissonl import PoissonL, judged_labels, normalise_rows, poisson_loo_matrix, poisson_operator
+from .poissonl import (
+    PoissonL,
+    judged_labels,
+    loo_votes,
+    normalise_rows,
+    poisson_loo_matrix,
+    poisson_operator,
+    scale_free_softmax,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,33 +49,28 @@ LABELS = ("soft", "hard")
 
 
 def loo_evidence(A: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, reached): the leave-one-out scores ``Ã Y`` of every label, divided by their mean absolute value over the
-    labels that can be judged (``reached``: a nonzero row of A, and at least one other label of the same class;
-    without one, the other labels cannot speak for the given class, only against it)."""
+    """(P, reached): the leave-one-out distribution of every label, the softmax of its votes ``Ã Y`` divided by their
+    mean absolute value over the labels that can be judged (``reached``: a nonzero row of A, and at least one other
+    label of the same class; without one, the other labels cannot speak for the given class, only against it), a
+    zero row for the others."""
     y = np.asarray(y, dtype=np.int64)
     At, isolated = normalise_rows(A)
-    Z = At @ one_hot(y, n_classes)
     reached = judged_labels(isolated, y, n_classes)
-    scale = np.abs(Z[reached]).mean() if reached.any() else 0.0
-    if scale > 0:
-        Z = Z / scale
-    return Z, reached
+    return scale_free_softmax(loo_votes(At, np.ones(y.size), y, n_classes), reached), reached
 
 
-def label_posterior(Z: np.ndarray, y: np.ndarray, reached: np.ndarray
+def label_posterior(P: np.ndarray, y: np.ndarray, reached: np.ndarray
                     ) -> tuple[np.ndarray, float, float, np.ndarray]:
-    """(posterior, T, rho, q) of steps 2-3 of the module docstring: ``q`` the calibrated leave-one-out distribution
-    (the prior; a zero row where a label is not ``reached``), rows not ``reached`` keep their given label."""
+    """(posterior, T, rho, q) of steps 2-3 of the module docstring from the leave-one-out distribution ``P``
+    (:func:`loo_evidence`): ``q`` the calibrated distribution (the prior; a zero row where a label is not
+    ``reached``), rows not ``reached`` keep their given label."""
     y = np.asarray(y, dtype=np.int64)
-    c = Z.shape[1]
+    c = P.shape[1]
     post = one_hot(y, c)
     prior = np.zeros((y.size, c))
     if not reached.any():
         return post, 1.0, 0.0, prior
-    Zr = Z[reached] - Z[reached].max(axis=1, keepdims=True)
-    P = np.exp(Zr)
-    P /= P.sum(axis=1, keepdims=True)
-    q, T, rho = calibrate_under_noise(P, y[reached])
+    q, T, rho = calibrate_under_noise(P[reached], y[reached])
     post[reached] = noisy_label_posterior(q, y[reached], rho)
     prior[reached] = q
     return post, T, rho, prior
@@ -108,8 +111,8 @@ class PoissonBayes(GraphSSLAlgorithm):
         G, T, hit = poisson_operator(graph, labeled, cache, min_iter=self.min_iter, max_iter=self.max_iter)
         t_op = time.perf_counter() - t0
         y = np.asarray(y_labeled, dtype=np.int64)
-        Z, reached = loo_evidence(poisson_loo_matrix(G), y, n_classes)
-        post, temp, rho, prior = label_posterior(Z, y, reached)
+        P, reached = loo_evidence(poisson_loo_matrix(G), y, n_classes)
+        post, temp, rho, prior = label_posterior(P, y, reached)
         S = post if self.labels == "soft" else one_hot(post.argmax(axis=1), n_classes)
         U, _ = poisson_iterate(graph.W, poisson_sources(graph.n, labeled, S), labeled, steps=T)
         if self.balance:

@@ -113,6 +113,16 @@ def loo_votes(At: np.ndarray, omega: np.ndarray, y: np.ndarray, n_classes: int) 
     return At @ (np.maximum(np.asarray(omega, dtype=np.float64), 0.0)[:, None] * one_hot(y, n_classes))
 
 
+def scale_free_softmax(Z: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """The row softmax of the votes ``Z`` divided by their mean absolute value over the ``judged`` rows (so the
+    distribution does not depend on the graph's or the weights' scale); zero rows where a label is not judged."""
+    scale = np.abs(Z[judged]).mean() if judged.any() else 0.0
+    if scale > 0:
+        Z = Z / scale
+    P = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return np.where(judged[:, None], P / P.sum(axis=1, keepdims=True), 0.0)
+
+
 def judged_labels(isolated: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """The labels a leave-one-out can judge: reached by another label (not ``isolated``) and not the only label of
     their class (the other labels can vote against that class, never for it)."""
@@ -250,11 +260,6 @@ class PoissonL(GraphSSLAlgorithm):
         label not judged (never flagged). The method's own verdict: omega <= 0."""
         from ..issues.judgement import LabelJudgement
 
-        Z = self._loo_logits
-        scale = np.abs(Z[self.judged_]).mean() if self.judged_.any() else 0.0
-        Z = Z / scale if scale > 0 else Z
-        P = np.exp(Z - Z.max(axis=1, keepdims=True))
-        probs = np.where(self.judged_[:, None], P / P.sum(axis=1, keepdims=True), 0.0)
-        return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
+        return LabelJudgement(probs=scale_free_softmax(self._loo_logits, self.judged_), decision=self.dropped_.copy(),
                               source=f"{self.name}: exact Poisson leave-one-out at the learnt label weights")
 

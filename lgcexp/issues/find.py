@@ -30,12 +30,12 @@ BASELINE_METHODS = ("knn",)
 METRICS = ("euclidean", "cosine")
 
 
-
 def _judging() -> str:
     """The registered methods that judge their labels, for messages."""
     from ..algorithms import method_names
 
     return method_names("judging")
+
 
 def default_method(n_labeled: int, n: int) -> str:
     """The judging method when none is named: ``lgc`` where at least
@@ -236,9 +236,7 @@ def find_label_issues(X: np.ndarray | None = None, labels: Any = None, *, pred_p
             if algorithm.required_eigenpairs() >= n:
                 raise UserError(f"method={method}: needs {algorithm.required_eigenpairs()} eigenpairs "
                                 f"but there are only {n} points")
-            from ..algorithms.base import GraphSSLAlgorithm
-
-            if type(algorithm).label_judgement is GraphSSLAlgorithm.label_judgement:
+            if not algorithm.judges_labels():
                 raise UserError(f"method={method} does not judge labels; use one that does ({_judging()}) or knn")
             fitted = fit_on_graph(builder, algorithm, X, labeled, y, c, cache=cache, detect=opts,
                                   build_options=build_options, features=X, view=P, image_shape=image_shape)
