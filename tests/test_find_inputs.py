@@ -10,15 +10,19 @@ from conftest import two_clusters
 
 from lgcexp.errors import UserError
 from lgcexp.issues.count import (
+    COMBINED_SHARE,
     MATERIAL_NOISE,
+    UNIFORM_SHARE,
     calibrate_temperature,
     calibrate_under_noise,
     calibrate_view,
     clear_classes,
     count_cut,
     estimate_wrong_labels,
+    majority_count,
 )
 from lgcexp.issues.find import find_label_issues
+from lgcexp.issues.views import combine_views
 
 
 def _problem(seed=0):
@@ -204,6 +208,47 @@ def test_calibration_under_noise_recovers_the_rate_and_the_temperature():
     P2 = P[:10].copy()
     P2[4] = 0.0
     assert (calibrate_under_noise(P2, truth[:10])[0][4] == 0).all()
+
+
+def test_count_takes_the_fitted_rate_where_the_noise_is_uniform():
+    """Point 3 of lgcexp.issues.count: with two views, the last view's fitted uniform rate times n is the count
+    where it is at least UNIFORM_SHARE of the majority count. The views here are calibrated and the true classes
+    drawn from them, so they make confident mistakes on right labels (~6 % of the points), which the majority
+    rule counts and the fit does not; where the wrong labels sit in the views' doubt (confusion noise) the fit
+    reads ~0 and the majority count stands; so it does where the first view backs the flipped labels (the
+    combination's own fitted rate is below COMBINED_SHARE of the fit); one view alone keeps the majority count."""
+    rng = np.random.default_rng(0)
+    n, c = 20000, 5
+    Q = rng.dirichlet(np.full(c, 0.03), size=n)
+    truth = (Q.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    views = [V / V.sum(axis=1, keepdims=True) for V in (Q * np.exp(rng.normal(scale=0.3, size=Q.shape))
+                                                       for _ in range(2))]
+    flip = rng.random(n) < 0.02  # uniform noise
+    y = truth.copy()
+    y[flip] = (y[flip] + rng.integers(1, c, flip.sum())) % c
+    fitted = round(calibrate_under_noise(views[1], y)[2] * n)
+    majority = majority_count(views, y)
+    assert majority > 3 * flip.sum() and fitted >= UNIFORM_SHARE * majority
+    assert estimate_wrong_labels(views, y) == fitted and abs(fitted - flip.sum()) <= 0.1 * flip.sum()
+    assert estimate_wrong_labels(views, y, under_noise=False) == majority_count(views, y, under_noise=False)
+    assert estimate_wrong_labels(views[1], y) == majority_count(views[1], y)  # one view: the majority count
+    # confusion noise: labels moved to the class the views doubt most, where they hold at least 0.2
+    second = np.argsort(Q, axis=1)[:, -2]
+    doubt = (Q[np.arange(n), truth] > 0.5) & (Q[np.arange(n), second] > 0.2)
+    conf = doubt & (rng.random(n) < 0.5)
+    y2 = truth.copy()
+    y2[conf] = second[conf]
+    majority2 = majority_count(views, y2)
+    assert round(calibrate_under_noise(views[1], y2)[2] * n) < UNIFORM_SHARE * majority2
+    assert estimate_wrong_labels(views, y2) == majority2 and majority2 >= 0.5 * conf.sum()
+    # a first view (the graph's) that backs the flipped labels: the combination explains them, the majority stands
+    backed = views[0].copy()
+    backed[flip] = 0.02
+    backed[flip, y[flip]] = 1.0
+    backed /= backed.sum(axis=1, keepdims=True)
+    combined = calibrate_under_noise(combine_views(backed, views[1]), y)[2] * n
+    assert combined < COMBINED_SHARE * fitted and fitted >= UNIFORM_SHARE * majority_count([backed, views[1]], y)
+    assert estimate_wrong_labels([backed, views[1]], y) == majority_count([backed, views[1]], y)
 
 
 def test_issue_type_and_evidence_of_each_flag():
