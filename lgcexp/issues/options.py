@@ -18,7 +18,7 @@ CUTS = ("auto", "consensus", "suggested", *CL_FILTERS, "threshold", "method", "c
 def resolve_cut(cut: str, every_point_labelled: bool) -> str:
     """The cut ``auto`` stands for: ``count`` where every point carries a label (a user's data set, the fully
     labelled benchmarks: real data have 0.1-5 % wrong labels, where cutting at the count beat ``consensus``
-    in 28 of 33 cells at 0.5-5 %, docs/label_issues.md#count), ``consensus`` where labels were sampled (the
+    in 29 of 33 cells at 0.5-5 %, docs/label_issues.md#count), ``consensus`` where labels were sampled (the
     paper's protocol, 10-60 % noise, where it was measured). Any other cut is returned as given."""
     if cut != "auto":
         return cut
