@@ -97,3 +97,34 @@ def test_bad_seed_options_exit_2_before_any_run(argv, message):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "reproduce_detection.py"), *argv],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_low_rates_reads_a_kept_cells_views_instead_of_refitting(tmp_path, monkeypatch):
+    """``python -m benchmarks low_rates --dump DIR``: a cell whose views are kept (same labels) is not refitted, and
+    its row equals the fresh one (the rows of results/label_issues/low_rates_*.csv were recomputed so)."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from conftest import two_clusters
+
+    from benchmarks import low_rates
+    from lgcexp import stages
+
+    X, y = two_clusters(n_per=60, seed=4)
+    y_obs = y.copy()
+    y_obs[[0, 7, 70]] = 1 - y_obs[[0, 7, 70]]
+    wrong = y_obs != y
+    dump = tmp_path / "cell.npz"
+    fresh = low_rates.judge_cell(X, y_obs, wrong, dump=dump)
+    assert dump.is_file()
+
+    def no_refit(*a, **k):
+        raise AssertionError("refitted a kept cell")
+
+    monkeypatch.setattr(stages, "fit_on_graph", no_refit)
+    assert low_rates.judge_cell(X, y_obs, wrong, dump=dump) == fresh
+    other = y_obs.copy()
+    other[1] = 1 - other[1]  # other labels: the kept views are not used
+    with pytest.raises(AssertionError, match="refitted"):
+        low_rates.judge_cell(X, other, other != y, dump=dump)
+    assert np.isfinite(fresh["f1_lgcexp"])
