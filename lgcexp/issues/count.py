@@ -112,18 +112,19 @@ def _calibrate(probs: np.ndarray, y: np.ndarray, under_noise: bool | None) -> tu
 
 
 def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray,
-                      under_noise: bool | None = None) -> tuple[np.ndarray, float]:
-    """(:func:`clear_classes`, the uniform noise rate fitted to the last view with its temperature): each view
-    calibrated once."""
+                      under_noise: bool | None = None) -> tuple[np.ndarray, list[float]]:
+    """(:func:`clear_classes`, the uniform noise rate fitted to each view with its temperature, 0 where none was
+    fitted): each view calibrated once."""
     y = np.asarray(y, dtype=np.int64)
     clear = np.full(y.size, -1, dtype=np.int64)
-    best, rho = None, 0.0
+    best, rhos = None, []
     ok = np.ones(y.size, dtype=bool)
     views = list(views)
     if under_noise is None and len(views) < 2:
         under_noise = False  # one view: temperature alone (module docstring)
     for v in views:
         Q, rho = _calibrate(v, y, under_noise)
+        rhos.append(rho)
         b = Q.argmax(axis=1) if y.size else np.zeros(0, dtype=np.int64)
         ok &= Q[np.arange(y.size), b] > MAJORITY
         if best is None:
@@ -132,7 +133,7 @@ def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray,
             ok &= b == best
     if best is not None:
         clear[ok] = best[ok]
-    return clear, rho
+    return clear, rhos
 
 
 def clear_classes(views: Sequence[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> np.ndarray:
@@ -142,20 +143,23 @@ def clear_classes(views: Sequence[np.ndarray], y: np.ndarray, under_noise: bool 
     return _calibrated_views(views, y, under_noise)[0]
 
 
-def _counts(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray,
-            under_noise: bool | None = None) -> tuple[int, int, int]:
-    """(majority count, the last view's fitted uniform noise rate times the labels, number of views)."""
-    views = [views] if isinstance(views, np.ndarray) and views.ndim == 2 else list(views)
+def _view_list(views: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
+    """One (n, c) array or a sequence of them, as a list."""
+    return [views] if isinstance(views, np.ndarray) and views.ndim == 2 else list(views)
+
+
+def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> tuple[int, int]:
+    """(majority count, the last view's fitted uniform noise rate times the labels)."""
     y = np.asarray(y, dtype=np.int64)
     if not y.size:
-        return 0, 0, len(views)
+        return 0, 0
     c = int(np.asarray(views[0]).shape[1])
-    clear, rho = _calibrated_views(views, y, under_noise)
+    clear, rhos = _calibrated_views(views, y, under_noise)
     C = np.zeros((c, c), dtype=np.int64)
     ok = clear >= 0
     np.add.at(C, (y[ok], clear[ok]), 1)
     N = calibrated_counts(C, y)
-    return int(N.sum() - np.trace(N)), int(round(rho * y.size)), len(views)
+    return int(N.sum() - np.trace(N)), int(round(rhos[-1] * y.size))
 
 
 def majority_count(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> int:
@@ -163,7 +167,7 @@ def majority_count(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray, unde
     named class), each row scaled to its label count (:func:`calibrated_counts`), the off-diagonal summed. With
     two views (the graph's leave-one-out and the feature view) a label counts as wrong only where both name the
     same other class clearly, as the ``consensus`` cut flags only where both prefer another class."""
-    return _counts(views, y, under_noise)[0]
+    return _counts(_view_list(views), y, under_noise)[0]
 
 
 def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray,
@@ -174,9 +178,9 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
     :data:`UNIFORM_SHARE` of the :func:`majority_count` and the views' combination agrees
     (:func:`_combination_agrees`), else the majority count (module docstring, point 3). ``under_noise`` True /
     False forces every view's calibration and gives the majority count (benchmarks compare them)."""
-    views = [views] if isinstance(views, np.ndarray) and views.ndim == 2 else list(views)
-    majority, fitted, n_views = _counts(views, y, under_noise)
-    if (under_noise is None and n_views >= 2 and fitted >= UNIFORM_SHARE * majority
+    views = _view_list(views)
+    majority, fitted = _counts(views, y, under_noise)
+    if (under_noise is None and len(views) >= 2 and fitted >= UNIFORM_SHARE * majority
             and _combination_agrees(views, y, fitted)):
         return fitted
     return majority
