@@ -33,6 +33,42 @@ def test_knn_from_neighbor_lists_is_the_brute_force_baseline(digits, K):
         assert np.array_equal(got, ref)
 
 
+def test_nearest_rows_orders_ties_by_index():
+    """Brute force on small integers (many equally distant rows): the k nearest by (distance, index), the
+    block size does not matter."""
+    from lgcexp.issues.views import nearest_rows
+
+    rng = np.random.default_rng(3)
+    train, query = rng.integers(0, 3, (200, 4)).astype(float), rng.integers(0, 3, (57, 4)).astype(float)
+    d = ((query[:, None, :] - train[None, :, :]) ** 2).sum(axis=2)
+    want = np.argsort(d, axis=1, kind="stable")[:, :9]
+    assert np.array_equal(nearest_rows(train, query, 9), want)
+    assert np.array_equal(nearest_rows(train, query, 9, block_bytes=1), want)  # one query row per block
+    assert nearest_rows(train, query[:0], 9).shape == (0, 9)
+    with pytest.raises(ValueError, match="k=201"):
+        nearest_rows(train, query, 201)
+
+
+def test_knn_baseline_on_tied_pixels_is_the_same_for_any_thread_count():
+    """digits' integer pixels have equally distant neighbours: the brute-force baseline is the same under one
+    and two OpenMP threads and equals the one read from faiss's lists (ties to the lower index there too)."""
+    from sklearn.datasets import load_digits
+    from threadpoolctl import threadpool_limits
+
+    from lgcexp.graph.knn import exact_search
+
+    X, y = load_digits(return_X_y=True)
+    noisy = y.copy()
+    noisy[::9] = (noisy[::9] + 1) % 10
+    with threadpool_limits(limits=1, user_api="openmp"):
+        one = knn_oof_probs(X, noisy, 10, k=10, folds=5, seed=0)
+    with threadpool_limits(limits=2, user_api="openmp"):
+        two = knn_oof_probs(X, noisy, 10, k=10, folds=5, seed=0)
+    assert np.array_equal(one, two)
+    nb = exact_search(X.astype(np.float32), 60)[1]
+    assert np.array_equal(knn_oof_from_neighbors(X, nb, noisy, 10, k=10, folds=5, seed=0), one)
+
+
 def test_mlp_view_is_out_of_fold(digits):
     """The folds never look at the labels, so a change of one label leaves its own fold's models, and so its
     own row, exactly as they were; the other folds' networks did learn it."""

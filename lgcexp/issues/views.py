@@ -3,7 +3,8 @@
 - :func:`feature_probs`: the *feature view*, a shrinkage LDA (:func:`shrinkage_lda`), a logistic regression
   or a small network fitted out-of-fold on the labels the method's evidence keeps;
 - :func:`combine_views`: the geometric mean of the method's evidence and the feature view;
-- :func:`knn_oof_probs`: out-of-sample k-NN class frequencies (the baseline's probabilities);
+- :func:`knn_oof_probs`: out-of-sample k-NN class frequencies (the baseline's probabilities), by
+  :func:`nearest_rows` (exact, ties in index order);
 - :func:`view_rows` / :func:`project_rows`: the labelled rows of a large or memory-mapped X in bounded memory.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .out_of_fold import oof_logistic_probs, oof_mlp_probs, out_of_fold_probs
 
 __all__ = ["MAX_FEATURES", "FEATURE_MODELS", "LOGISTIC_PCA", "FULL_LABELLED_SHARE", "shrinkage_lda",
            "choose_feature_model", "feature_probs", "combine_views", "knn_oof_probs", "knn_oof_from_neighbors",
-           "project_rows", "view_rows", "RowSubset"]
+           "nearest_rows", "project_rows", "view_rows", "RowSubset"]
 
 #: above this many features, the feature view first projects the labelled rows on their leading principal
 #: axes (a d x d covariance would not fit otherwise)
@@ -150,6 +151,38 @@ def combine_views(graph: np.ndarray, features: np.ndarray, floor: float = 1e-4) 
     return P
 
 
+def nearest_rows(X_train: np.ndarray, X_query: np.ndarray, k: int, *, block_bytes: int = 256 << 20) -> np.ndarray:
+    """(q, k): each query row's ``k`` nearest training rows by Euclidean distance, nearest first, equally distant
+    rows in index order. Brute force, query rows in blocks of about ``block_bytes`` of distances (scikit-learn's
+    ``euclidean_distances``, squared: ``|a|^2 + |b|^2 - 2 a.b`` by BLAS, exact on integer-valued X). The order of
+    ties is the rule here, not the threads': scikit-learn's own k-NN search breaks ties by the order its threads
+    meet the rows, so its lists differ with ``OMP_NUM_THREADS`` where X has equally distant points (digits'
+    integer pixels: 15 of 899 queries between one and two threads)."""
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    k = int(k)
+    X_train = np.asarray(X_train, dtype=np.float64)
+    X_query = np.asarray(X_query, dtype=np.float64)
+    q, t = X_query.shape[0], X_train.shape[0]
+    if k > t:
+        raise ValueError(f"nearest_rows: k={k} is more than the {t} training rows")
+    out = np.zeros((q, max(k, 0)), dtype=np.int64)
+    if k <= 0 or not q:
+        return out
+    train_sq = np.einsum("ij,ij->i", X_train, X_train)[None, :]
+    step = max(1, int(block_bytes) // (8 * max(t, 1)))
+    for s in range(0, q, step):
+        D = euclidean_distances(X_query[s:s + step], X_train, Y_norm_squared=train_sq, squared=True)
+        part = np.argpartition(D, k - 1, axis=1)[:, :k]
+        kth = np.take_along_axis(D, part, axis=1).max(axis=1)
+        rows, cols = np.nonzero(D <= kth[:, None])  # the k nearest and every row tied with the k-th
+        order = np.lexsort((cols, D[rows, cols], rows))  # by query row, then distance, then index
+        rows, cols = rows[order], cols[order]
+        rank = np.arange(rows.size) - np.searchsorted(rows, rows)
+        out[s:s + step] = cols[rank < k].reshape(-1, k)
+    return out
+
+
 def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, folds: int = 5,
                   seed: int = 0) -> np.ndarray:
     """Out-of-sample k-NN class frequencies (the baseline's predicted probabilities).
@@ -157,17 +190,15 @@ def knn_oof_probs(X: np.ndarray, y: np.ndarray, n_classes: int, *, k: int = 10, 
     The labelled points are split into ``folds`` folds (:func:`lgcexp.preprocess.fold_splits`, seeded with
     ``seed``); each point's
     distribution is the class share among its ``k`` nearest neighbours (Euclidean, on the features as
-    given) in the other folds. Exact search (scikit-learn, brute force)."""
-    from sklearn.neighbors import NearestNeighbors
-
+    given) in the other folds. Exact search by brute force (:func:`nearest_rows`: equally distant neighbours
+    in index order, so the frequencies do not depend on the number of threads)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     l = y.size
     out = np.zeros((l, int(n_classes)))
     for train, test in fold_splits(l, folds, seed):
         kk = int(min(k, train.size))
-        nn = NearestNeighbors(n_neighbors=kk, algorithm="brute").fit(X[train])
-        idx = nn.kneighbors(X[test], return_distance=False)
+        idx = nearest_rows(X[train], X[test], kk)
         votes = y[train][idx]
         for j in range(kk):
             np.add.at(out, (test, votes[:, j]), 1.0)
@@ -182,7 +213,9 @@ def knn_oof_from_neighbors(X: np.ndarray, neighbors: np.ndarray, y: np.ndarray, 
     :func:`lgcexp.graph.knn.exact_search` with K well above k; -1: none). On the folds of
     :func:`knn_oof_probs`, a point's k nearest among the other folds are the first k entries of its list
     outside its own fold; a point whose list holds fewer than k of them is searched by brute force among the
-    other folds, as there. The same class frequencies, up to the order of equally distant neighbours."""
+    other folds, as there. The same class frequencies where the lists order equally distant neighbours by index
+    (:func:`lgcexp.graph.knn.exact_search` does) and the distances are exact (integer-valued X); on other data
+    they may differ at a near-tie, where float32 and float64 distances round differently."""
     y = np.asarray(y, dtype=np.int64)
     nb = np.asarray(neighbors, dtype=np.int64)
     l = y.size
@@ -200,11 +233,9 @@ def knn_oof_from_neighbors(X: np.ndarray, neighbors: np.ndarray, y: np.ndarray, 
         np.add.at(out, (rows[take], y[L[take]]), 1.0)
         short = te[take.sum(axis=1) < kk]
         if short.size:
-            from sklearn.neighbors import NearestNeighbors
-
             out[short] = 0.0
-            nn = NearestNeighbors(n_neighbors=kk, algorithm="brute").fit(np.asarray(X, dtype=np.float64)[train])
-            idx = nn.kneighbors(np.asarray(X, dtype=np.float64)[short], return_distance=False)
+            Xd = np.asarray(X, dtype=np.float64)
+            idx = nearest_rows(Xd[train], Xd[short], kk)
             for j in range(kk):
                 np.add.at(out, (short, y[train][idx[:, j]]), 1.0)
     return normalize_rows(out)
