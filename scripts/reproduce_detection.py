@@ -216,6 +216,35 @@ def _run_realistic(part: str, seeds: list[int] | None = None) -> int:
     return rc
 
 
+#: the detection table's invocations of scripts/label_issues_table.py (docs/label_issues.md, "The detection table")
+TABLE_RUNS = [["--datasets", "isolet", "--noise", "uniform", "pairwise", "--seeds", "20"],
+              ["--datasets", "mnist", "--noise", "uniform", "pairwise", "--seeds", "10", "--other-seeds", "10",
+               "--siis-seeds", "2"]]
+
+
+def run_detection_table(table_runs: list[list[str]] | None = None) -> int:
+    """Every run of the detection table redone: :data:`TABLE_RUNS` into a scratch folder (scripts/label_issues_table.py
+    keeps and skips the runs its ``--out`` already holds, so run into the committed folder it would redo nothing),
+    then the committed ``detection_runs.csv`` replaced by the new runs and the invocations' provenance lines appended
+    to ``PROVENANCE.md``. A failed invocation replaces nothing."""
+    import tempfile
+
+    rc = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for args in TABLE_RUNS if table_runs is None else table_runs:
+            cmd = [sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), *args, "--out", tmp]
+            print("+", " ".join(cmd), flush=True)
+            rc |= subprocess.call(cmd, cwd=ROOT)
+        runs, prov = Path(tmp) / "detection_runs.csv", Path(tmp) / "PROVENANCE.md"
+        if rc == 0 and runs.is_file():
+            atomic_write_text(OUT / "detection_runs.csv", runs.read_text())
+            lines = [ln for ln in prov.read_text().splitlines() if ln.startswith("- ")] if prov.is_file() else []
+            committed = OUT / "PROVENANCE.md"
+            text = committed.read_text() if committed.is_file() else "# Provenance of results/label_issues\n\n"
+            atomic_write_text(committed, text.rstrip("\n") + "\n" + "".join(f"{ln}\n" for ln in lines))
+    return rc
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables-only", action="store_true", help="rebuild the tables from the committed rows")
@@ -233,11 +262,8 @@ def main() -> int:
         return 2
     rc = 0
     if not a.tables_only:
-        table_runs = [["--datasets", "isolet", "--noise", "uniform", "pairwise", "--seeds", "20"],
-                      ["--datasets", "mnist", "--noise", "uniform", "pairwise", "--seeds", "10", "--other-seeds", "10",
-                       "--siis-seeds", "2"]]
-        for args in ([] if a.quick or a.parts else table_runs):
-            rc |= subprocess.call([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), *args], cwd=ROOT)
+        if not (a.quick or a.parts):
+            rc |= run_detection_table()
         for part in a.parts or (QUICK if a.quick else list(PARTS) + list(LOW_PARTS)):
             rc |= run_part(part, a.seeds)
     rc |= subprocess.call([sys.executable, str(ROOT / "scripts" / "label_issues_table.py"), "--summary-only"],

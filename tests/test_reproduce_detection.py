@@ -128,3 +128,32 @@ def test_low_rates_reads_a_kept_cells_views_instead_of_refitting(tmp_path, monke
     with pytest.raises(AssertionError, match="refitted"):
         low_rates.judge_cell(X, other, other != y, dump=dump)
     assert np.isfinite(fresh["f1_lgcexp"])
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_detection_table_runs_are_redone_not_skipped(tmp_path, monkeypatch, fail):
+    """label_issues_table.py skips the runs its --out already holds, so the rerun goes to a scratch folder: the
+    committed runs are replaced by the new ones and the provenance line appended; a failed run replaces nothing."""
+    monkeypatch.setattr(reproduce_detection, "OUT", tmp_path)
+    (tmp_path / "detection_runs.csv").write_text("old runs\n")
+    (tmp_path / "PROVENANCE.md").write_text("# Provenance\n\n- earlier entry\n")
+    seen = []
+
+    def fake_call(cmd, cwd=None):
+        out = Path(cmd[cmd.index("--out") + 1])
+        seen.append(out)
+        with open(out / "detection_runs.csv", "a") as fh:
+            fh.write(f"runs of {cmd[cmd.index('--datasets') + 1]}\n")
+        with open(out / "PROVENANCE.md", "a") as fh:
+            fh.write(f"# header\n\n- ran {cmd[cmd.index('--datasets') + 1]}\n")
+        return int(fail)
+
+    monkeypatch.setattr(reproduce_detection.subprocess, "call", fake_call)
+    rc = reproduce_detection.run_detection_table([["--datasets", "a"], ["--datasets", "b"]])
+    assert all(out != tmp_path for out in seen) and len(set(seen)) == 1  # one scratch folder, not the committed one
+    if fail:
+        assert rc == 1 and (tmp_path / "detection_runs.csv").read_text() == "old runs\n"
+        assert "ran" not in (tmp_path / "PROVENANCE.md").read_text()
+    else:
+        assert rc == 0 and (tmp_path / "detection_runs.csv").read_text() == "runs of a\nruns of b\n"
+        assert (tmp_path / "PROVENANCE.md").read_text() == "# Provenance\n\n- earlier entry\n- ran a\n- ran b\n"
