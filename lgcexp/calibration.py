@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["calibrate_temperature", "calibrate_under_noise", "noisy_label_posterior", "uniform_noise_likelihood"]
+__all__ = ["calibrate_temperature", "calibrate_under_noise", "noise_rate_identified", "noisy_label_posterior",
+           "uniform_noise_likelihood"]
 
 #: the smallest probability taken to a log
 FLOOR = 1e-12
 #: the temperatures searched
 T_BOUNDS = (0.05, 20.0)
+#: a fitted noise rate is identified where it gains at least this log-likelihood per label it counts
+#: (:func:`noise_rate_identified`)
+NATS_PER_COUNTED_LABEL = 0.05
 
 
 def _log_evidence(probs: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -107,6 +111,37 @@ def calibrate_under_noise(probs: np.ndarray, y: np.ndarray,
             best = r
     theta, rho = float(best.x[0]), float(best.x[1])
     return _with_rows(P, has, _tempered(L, np.exp(theta))[1]), float(np.exp(theta)), rho
+
+
+def _noisy_nll(L: np.ndarray, yl: np.ndarray, T: float, rho: float) -> float:
+    """Summed negative log-likelihood of the labels ``yl`` under :func:`calibrate_under_noise`'s model."""
+    c = L.shape[1]
+    s = _tempered(L, T)[1][np.arange(yl.size), yl]
+    return float(-np.sum(np.log(np.maximum(rho / (c - 1) + (1.0 - rho * c / (c - 1)) * s, FLOOR))))
+
+
+def noise_rate_identified(probs: np.ndarray, y: np.ndarray, T: float, rho: float,
+                          plain_T: float | None = None) -> bool:
+    """Whether the view identifies the uniform noise rate ``rho`` fitted by :func:`calibrate_under_noise` (with
+    temperature ``T``): the log-likelihood it gains over no noise (temperature alone, ``plain_T``; refitted where
+    None) is at least :data:`NATS_PER_COUNTED_LABEL` per label the rate counts (``rho`` times the rows with
+    evidence).
+
+    Why per counted label: where the likelihood is near-quadratic the gain is about ``e^2 k / 2`` for ``k`` counted
+    labels, ``e`` the share of a perfect detector's information about the count that the view carries, so the gain
+    per counted label measures the view, not the number of wrong labels. A strong view gains 0.2-4 nats per counted
+    label (fully labelled digits, ISOLET and MNIST's test images at 0.5-40 % uniform or idn noise: 0.21 at digits'
+    40 %); a linear view of a few sampled labels leaves the likelihood nearly flat (ISOLET, 1,040 sampled labels,
+    the LDA view: 0.002-0.011 nats per counted label, 201-330 counted for 416 wrong). False where ``rho`` is 0."""
+    if rho <= 0:
+        return False
+    _, has, L, yl = _log_evidence(probs, y)
+    if not has.any() or L.shape[1] < 2:
+        return False
+    if plain_T is None:
+        plain_T = calibrate_temperature(probs, y)[1]
+    gain = _noisy_nll(L, yl, plain_T, 0.0) - _noisy_nll(L, yl, T, rho)
+    return gain >= NATS_PER_COUNTED_LABEL * rho * yl.size
 
 
 def uniform_noise_likelihood(y: np.ndarray, n_classes: int, rho: float) -> np.ndarray:

@@ -251,6 +251,51 @@ def test_count_takes_the_fitted_rate_where_the_noise_is_uniform():
     assert estimate_wrong_labels([backed, views[1]], y) == majority_count([backed, views[1]], y)
 
 
+def test_the_fitted_rate_counts_only_where_the_view_identifies_it():
+    """lgcexp.calibration.noise_rate_identified: a view that barely separates the classes leaves the likelihood
+    nearly flat in the noise rate (the paper's protocol: a linear view of 40 sampled labels per class). Its fitted
+    rate is then a guess (0.27 here, where 40 % of the labels are wrong): the count keeps the majority count. A
+    sharp view at the same noise identifies its rate, which is the count."""
+    from lgcexp.calibration import NATS_PER_COUNTED_LABEL, noise_rate_identified
+
+    rng = np.random.default_rng(0)
+    n, c = 20000, 5
+    Q = rng.dirichlet(np.full(c, 0.03), size=n)
+    truth = (Q.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    sharp = Q * np.exp(rng.normal(scale=0.3, size=Q.shape))
+    sharp /= sharp.sum(axis=1, keepdims=True)
+    weak = rng.dirichlet(np.full(c, 0.3), size=n)  # the true class only a little more likely than the others
+    weak[np.arange(n), truth] += 0.15
+    weak /= weak.sum(axis=1, keepdims=True)
+    flip = rng.random(n) < 0.4
+    y = truth.copy()
+    y[flip] = (y[flip] + rng.integers(1, c, flip.sum())) % c
+    _, T, rho = calibrate_under_noise(weak, y)
+    assert 0.2 < rho < 0.35 and not noise_rate_identified(weak, y, T, rho)
+    assert estimate_wrong_labels([sharp, weak], y) == majority_count([sharp, weak], y)
+    _, T, rho = calibrate_under_noise(sharp, y)
+    assert abs(rho - flip.mean()) < 0.01 and noise_rate_identified(sharp, y, T, rho)
+    assert estimate_wrong_labels([weak, sharp], y) == round(rho * n)
+    # the rule is the gain per counted label: just below and just above it
+    from lgcexp.calibration import _log_evidence, _noisy_nll, calibrate_temperature
+
+    _, _, L, yl = _log_evidence(sharp, y)
+    gain = _noisy_nll(L, yl, calibrate_temperature(sharp, y)[1], 0.0) - _noisy_nll(L, yl, T, rho)
+    per_label = gain / (rho * n)
+    assert per_label > NATS_PER_COUNTED_LABEL
+    import lgcexp.calibration as cal
+
+    old = cal.NATS_PER_COUNTED_LABEL
+    try:
+        cal.NATS_PER_COUNTED_LABEL = per_label * 1.001
+        assert not noise_rate_identified(sharp, y, T, rho)
+        cal.NATS_PER_COUNTED_LABEL = per_label * 0.999
+        assert noise_rate_identified(sharp, y, T, rho)
+    finally:
+        cal.NATS_PER_COUNTED_LABEL = old
+    assert not noise_rate_identified(sharp, y, T, 0.0)
+
+
 def test_issue_type_and_evidence_of_each_flag():
     import scipy.sparse as sp_
 

@@ -31,7 +31,9 @@ calibrated as confident learning's (:func:`calibrated_counts`: each row scaled t
 of points given that label); its off-diagonal sum is the *majority count*.
 
 3. With two views, the uniform noise rate fitted to the last view (the feature view, or the user's
-   ``pred_probs``) with its temperature, times the number of labels, is the count where (a) it is at least
+   ``pred_probs``) with its temperature, times the number of labels, is the count where the view identifies that
+   rate (:func:`lgcexp.calibration.noise_rate_identified`: a weak view, such as the linear view of a few sampled
+   labels, leaves the likelihood flat in the rate and its fit is a guess), (a) it is at least
    :data:`UNIFORM_SHARE` of the majority count and (b) the views' combination finds the wrong labels too (its own
    fitted rate is at least :data:`COMBINED_SHARE` of the view's, or the rate is material). At low noise rates
    the majority count also counts the views' own confident mistakes on right labels (fully labelled ISOLET:
@@ -53,7 +55,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..calibration import calibrate_temperature, calibrate_under_noise
+from ..calibration import calibrate_temperature, calibrate_under_noise, noise_rate_identified
 from .judgement import _has_evidence, label_quality
 
 __all__ = ["COMBINED_SHARE", "MAJORITY", "MATERIAL_NOISE", "UNIFORM_SHARE", "calibrated_counts",
@@ -102,19 +104,22 @@ def calibrate_view(probs: np.ndarray, y: np.ndarray, under_noise: bool | None = 
     return _calibrate(probs, y, under_noise)[0]
 
 
-def _calibrate(probs: np.ndarray, y: np.ndarray, under_noise: bool | None) -> tuple[np.ndarray, float]:
-    """(:func:`calibrate_view`, the fitted uniform noise rate; 0 where ``under_noise`` is False: not fitted)."""
+def _calibrate(probs: np.ndarray, y: np.ndarray, under_noise: bool | None) -> tuple[np.ndarray, float, float]:
+    """(:func:`calibrate_view`, the fitted uniform noise rate, its temperature). The rate is 0 where
+    ``under_noise`` is False (not fitted) and where the view does not identify it
+    (:func:`lgcexp.calibration.noise_rate_identified`); the calibration uses the fitted rate either way."""
     plain = calibrate_temperature(probs, y)
     if under_noise is False:
-        return plain[0], 0.0
-    Q, _, rho = calibrate_under_noise(probs, y, plain)
-    return (plain[0] if under_noise is None and rho <= MATERIAL_NOISE else Q), rho
+        return plain[0], 0.0, plain[1]
+    Q, T, rho = calibrate_under_noise(probs, y, plain)
+    identified = noise_rate_identified(probs, y, T, rho, plain[1])
+    return (plain[0] if under_noise is None and rho <= MATERIAL_NOISE else Q), (rho if identified else 0.0), T
 
 
 def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray,
-                      under_noise: bool | None = None) -> tuple[np.ndarray, list[float]]:
-    """(:func:`clear_classes`, the uniform noise rate fitted to each view with its temperature, 0 where none was
-    fitted): each view calibrated once."""
+                      under_noise: bool | None = None) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    """(:func:`clear_classes`, each view's fitted (uniform noise rate, temperature); rate 0 where none was fitted):
+    each view calibrated once."""
     y = np.asarray(y, dtype=np.int64)
     clear = np.full(y.size, -1, dtype=np.int64)
     best, rhos = None, []
@@ -123,8 +128,8 @@ def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray,
     if under_noise is None and len(views) < 2:
         under_noise = False  # one view: temperature alone (module docstring)
     for v in views:
-        Q, rho = _calibrate(v, y, under_noise)
-        rhos.append(rho)
+        Q, rho, T = _calibrate(v, y, under_noise)
+        rhos.append((rho, T))
         b = Q.argmax(axis=1) if y.size else np.zeros(0, dtype=np.int64)
         ok &= Q[np.arange(y.size), b] > MAJORITY
         if best is None:
@@ -149,7 +154,8 @@ def _view_list(views: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> tuple[int, int]:
-    """(majority count, the last view's fitted uniform noise rate times the labels)."""
+    """(majority count, the last view's fitted uniform noise rate times the labels where the labels identify that
+    rate (:func:`lgcexp.calibration.noise_rate_identified`), else 0)."""
     y = np.asarray(y, dtype=np.int64)
     if not y.size:
         return 0, 0
@@ -159,7 +165,7 @@ def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = N
     ok = clear >= 0
     np.add.at(C, (y[ok], clear[ok]), 1)
     N = calibrated_counts(C, y)
-    return int(N.sum() - np.trace(N)), int(round(rhos[-1] * y.size))
+    return int(N.sum() - np.trace(N)), int(round(rhos[-1][0] * y.size))
 
 
 def majority_count(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> int:
@@ -174,7 +180,8 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
                           under_noise: bool | None = None) -> int:
     """The estimated number of wrong labels among ``y`` from one or more class distributions, each made without
     the labels it judges (module docstring): with two or more views, the uniform noise rate fitted to the last
-    one (the feature view, or the user's ``pred_probs``) times the number of labels where that is at least
+    one (the feature view, or the user's ``pred_probs``) times the number of labels where the view identifies that
+    rate and it is at least
     :data:`UNIFORM_SHARE` of the :func:`majority_count` and the views' combination agrees
     (:func:`_combination_agrees`), else the majority count (module docstring, point 3). ``under_noise`` True /
     False forces every view's calibration and gives the majority count (benchmarks compare them)."""
