@@ -118,8 +118,8 @@ def _calibrate(probs: np.ndarray, y: np.ndarray, under_noise: bool | None) -> tu
 
 def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray,
                       under_noise: bool | None = None) -> tuple[np.ndarray, list[tuple[float, float]]]:
-    """(:func:`clear_classes`, each view's fitted (uniform noise rate, temperature); rate 0 where none was fitted):
-    each view calibrated once."""
+    """(:func:`clear_classes`, each view's fitted (uniform noise rate, temperature); the rate 0 where none was
+    fitted or the view does not identify it): each view calibrated once."""
     y = np.asarray(y, dtype=np.int64)
     clear = np.full(y.size, -1, dtype=np.int64)
     best, rhos = None, []
