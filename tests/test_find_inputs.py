@@ -254,8 +254,9 @@ def test_count_takes_the_fitted_rate_where_the_noise_is_uniform():
 def test_the_fitted_rate_counts_only_where_the_view_identifies_it():
     """lgcexp.calibration.noise_rate_identified: a view that barely separates the classes leaves the likelihood
     nearly flat in the noise rate (the paper's protocol: a linear view of 40 sampled labels per class). Its fitted
-    rate is then a guess (0.27 here, where 40 % of the labels are wrong): the count keeps the majority count. A
-    sharp view at the same noise identifies its rate, which is the count."""
+    rate is then a guess (0.27 here, where 40 % of the labels are wrong). The count takes the rate of the last view
+    that identifies it: the feature view's, else the graph's (a sharp first view, as the graph's evidence is on the
+    paper's protocol); where neither does, the majority count."""
     from lgcexp.calibration import NATS_PER_COUNTED_LABEL, noise_rate_identified
 
     rng = np.random.default_rng(0)
@@ -272,10 +273,14 @@ def test_the_fitted_rate_counts_only_where_the_view_identifies_it():
     y[flip] = (y[flip] + rng.integers(1, c, flip.sum())) % c
     _, T, rho = calibrate_under_noise(weak, y)
     assert 0.2 < rho < 0.35 and not noise_rate_identified(weak, y, T, rho)
-    assert estimate_wrong_labels([sharp, weak], y) == majority_count([sharp, weak], y)
+    weak2 = rng.dirichlet(np.full(c, 0.3), size=n)
+    weak2[np.arange(n), truth] += 0.15
+    weak2 /= weak2.sum(axis=1, keepdims=True)
+    assert estimate_wrong_labels([weak2, weak], y) == majority_count([weak2, weak], y)
     _, T, rho = calibrate_under_noise(sharp, y)
     assert abs(rho - flip.mean()) < 0.01 and noise_rate_identified(sharp, y, T, rho)
     assert estimate_wrong_labels([weak, sharp], y) == round(rho * n)
+    assert estimate_wrong_labels([sharp, weak], y) == round(rho * n) != majority_count([sharp, weak], y)
     # the rule is the gain per counted label: just below and just above it
     from lgcexp.calibration import _log_evidence, _noisy_nll, calibrate_temperature
 

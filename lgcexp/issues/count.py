@@ -30,10 +30,11 @@ wrong, against 339 by temperature alone). The counted matrix is
 calibrated as confident learning's (:func:`calibrated_counts`: each row scaled to the number
 of points given that label); its off-diagonal sum is the *majority count*.
 
-3. With two views, the uniform noise rate fitted to the last view (the feature view, or the user's
-   ``pred_probs``) with its temperature, times the number of labels, is the count where the view identifies that
-   rate (:func:`lgcexp.calibration.noise_rate_identified`: a weak view, such as the linear view of a few sampled
-   labels, leaves the likelihood flat in the rate and its fit is a guess), (a) it is at least
+3. With two views, the uniform noise rate fitted with its temperature to the last view that identifies it (the
+   feature view, or the user's ``pred_probs``; else the graph's evidence;
+   :func:`lgcexp.calibration.noise_rate_identified`: a weak view, such as the linear view of a few sampled labels,
+   leaves the likelihood flat in the rate and its fit is a guess, while the graph's evidence there identifies it),
+   times the number of labels, is the count where (a) it is at least
    :data:`UNIFORM_SHARE` of the majority count and (b) the views' combination finds the wrong labels too (its own
    fitted rate is at least :data:`COMBINED_SHARE` of the view's, or the rate is material). At low noise rates
    the majority count also counts the views' own confident mistakes on right labels (fully labelled ISOLET:
@@ -154,8 +155,8 @@ def _view_list(views: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> tuple[int, int]:
-    """(majority count, the last view's fitted uniform noise rate times the labels where the labels identify that
-    rate (:func:`lgcexp.calibration.noise_rate_identified`), else 0)."""
+    """(majority count, the fitted uniform noise rate of the last view that identifies its rate
+    (:func:`lgcexp.calibration.noise_rate_identified`) times the labels, 0 where none does)."""
     y = np.asarray(y, dtype=np.int64)
     if not y.size:
         return 0, 0
@@ -165,7 +166,8 @@ def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = N
     ok = clear >= 0
     np.add.at(C, (y[ok], clear[ok]), 1)
     N = calibrated_counts(C, y)
-    return int(N.sum() - np.trace(N)), int(round(rhos[-1][0] * y.size))
+    rho = next((r for r, _ in reversed(rhos) if r > 0), 0.0)  # the last view that identifies its rate
+    return int(N.sum() - np.trace(N)), int(round(rho * y.size))
 
 
 def majority_count(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> int:
@@ -180,8 +182,8 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
                           under_noise: bool | None = None) -> int:
     """The estimated number of wrong labels among ``y`` from one or more class distributions, each made without
     the labels it judges (module docstring): with two or more views, the uniform noise rate fitted to the last
-    one (the feature view, or the user's ``pred_probs``) times the number of labels where the view identifies that
-    rate and it is at least
+    view that identifies it (the feature view, or the user's ``pred_probs``; else the graph's evidence) times the
+    number of labels where it is at least
     :data:`UNIFORM_SHARE` of the :func:`majority_count` and the views' combination agrees
     (:func:`_combination_agrees`), else the majority count (module docstring, point 3). ``under_noise`` True /
     False forces every view's calibration and gives the majority count (benchmarks compare them)."""
