@@ -281,6 +281,17 @@ def test_the_fitted_rate_counts_only_where_the_view_identifies_it():
     assert abs(rho - flip.mean()) < 0.01 and noise_rate_identified(sharp, y, T, rho)
     assert estimate_wrong_labels([weak, sharp], y) == round(rho * n)
     assert estimate_wrong_labels([sharp, weak], y) == round(rho * n) != majority_count([sharp, weak], y)
+    # one view: the majority count (pred_probs alone, the k-NN baseline), unless it is a graph method's
+    # leave-one-out (point 4), whose identified rate counts; judge() passes LabelJudgement.leave_one_out through
+    from lgcexp.issues.judge import judge
+    from lgcexp.issues.judgement import LabelJudgement
+
+    assert estimate_wrong_labels(sharp, y) == majority_count(sharp, y) != round(rho * n)
+    assert estimate_wrong_labels(sharp, y, alone=True) == round(rho * n)
+    assert estimate_wrong_labels(weak, y, alone=True) == majority_count(weak, y)
+    opts = {"features": False}
+    assert judge(LabelJudgement(probs=sharp, leave_one_out=True), y, opts).estimated_issues == round(rho * n)
+    assert judge(LabelJudgement(probs=sharp), y, opts).estimated_issues == majority_count(sharp, y)
     # the rule is the gain per counted label: just below and just above it
     from lgcexp.calibration import _log_evidence, _noisy_nll, calibrate_temperature
 
@@ -434,3 +445,19 @@ def test_auto_cut_flags_the_count_where_every_point_is_labelled():
     df2 = find_label_issues(X, sampled, method="lgc")
     assert df2.attrs["cut"] == "consensus"
     assert find_label_issues(X, labels, method="lgc", cut="suggested").attrs["cut"] == "suggested"
+
+
+@pytest.mark.parametrize("method", ["lgc", "autoL"])
+def test_graph_methods_mark_their_judgement_as_leave_one_out(method):
+    """LGC's and AutoL's judgements are the graph's leave-one-out (their fitted rate may count alone, point 4 of
+    lgcexp.issues.count); the user's pred_probs and the k-NN baseline are not."""
+    from lgcexp.algorithms import make_algorithm
+    from lgcexp.graph.knn import KnnGraph
+    from lgcexp.issues.pred_probs import pred_probs_judgement
+    from lgcexp.stages import fit_on_graph
+
+    X, labels, _ = _problem()
+    labeled = np.arange(0, 80, 2)
+    fitted = fit_on_graph(KnnGraph(k=10, sigma="mean"), make_algorithm(method, {}), X, labeled, labels[labeled], 2)
+    assert fitted.algorithm.label_judgement().leave_one_out
+    assert not pred_probs_judgement(np.full((4, 2), 0.5)).leave_one_out

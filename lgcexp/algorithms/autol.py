@@ -756,4 +756,4 @@ class AutoL(GraphSSLAlgorithm):
 
         probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
         return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
-                              source="autoL: leave-one-out vote share at the learnt label weights")
+                              source="autoL: leave-one-out vote share at the learnt label weights", leave_one_out=True)

@@ -48,6 +48,13 @@ of points given that label); its off-diagonal sum is the *majority count*.
    share a confused point's look (b); either way the majority count stands. Measured on digits, ISOLET and
    MNIST's test images at 0.5-40 % (docs/label_issues.md#count-fitted).
 
+4. One view alone keeps the majority count (the user's ``pred_probs``, the k-NN baseline), except the graph's
+   leave-one-out of a graph method (LGC, AutoL) where its feature view failed the gate, as with a few labels per
+   class: its identified fitted rate is the count where it is at least :data:`UNIFORM_SHARE` of the majority
+   count. There the majority count, calibrated by temperature alone, names no class clearly under heavy noise and
+   reads 0 (ISOLET, 10 labels per class, 40 % uniform noise: 0 for 104), while the graph's fitted rate reads
+   102-123; under confusion noise it reads low (digits, 5 labels per class, 40 %: 7 for 20, the majority 10).
+
 :func:`count_cut` flags that many labels, the lowest quality first.
 """
 from __future__ import annotations
@@ -179,19 +186,28 @@ def majority_count(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray, unde
 
 
 def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarray,
-                          under_noise: bool | None = None) -> int:
+                          under_noise: bool | None = None, *, alone: bool = False) -> int:
     """The estimated number of wrong labels among ``y`` from one or more class distributions, each made without
     the labels it judges (module docstring): with two or more views, the uniform noise rate fitted to the last
     view that identifies it (the feature view, or the user's ``pred_probs``; else the graph's evidence) times the
     number of labels where it is at least
     :data:`UNIFORM_SHARE` of the :func:`majority_count` and the views' combination agrees
-    (:func:`_combination_agrees`), else the majority count (module docstring, point 3). ``under_noise`` True /
-    False forces every view's calibration and gives the majority count (benchmarks compare them)."""
+    (:func:`_combination_agrees`), else the majority count (module docstring, point 3). ``alone``: the one view
+    is the graph's leave-one-out (:attr:`LabelJudgement.leave_one_out`), whose identified fitted rate is the count
+    where it is at least :data:`UNIFORM_SHARE` of the majority count (point 4). ``under_noise`` True / False forces
+    every view's calibration and gives the majority count (benchmarks compare them)."""
     views = _view_list(views)
     majority, fitted = _counts(views, y, under_noise)
     if (under_noise is None and len(views) >= 2 and fitted >= UNIFORM_SHARE * majority
             and _combination_agrees(views, y, fitted)):
         return fitted
+    y = np.asarray(y, dtype=np.int64)
+    if under_noise is None and len(views) == 1 and alone and y.size:
+        plain = calibrate_temperature(views[0], y)
+        _, T, rho = calibrate_under_noise(views[0], y, plain)
+        alone_fitted = int(round(rho * y.size)) if noise_rate_identified(views[0], y, T, rho, plain[1]) else 0
+        if alone_fitted >= UNIFORM_SHARE * majority:
+            return alone_fitted
     return majority
 
 

@@ -112,7 +112,7 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
         logging.getLogger("lgcexp").warning("detect.cut=method: this method makes no decision of its own; "
                                             "using detect.cut=consensus")
         cut = "consensus"
-    estimated = estimate_wrong_labels(views, y)
+    estimated = estimate_wrong_labels(views, y, alone=judgement.leave_one_out)
     is_issue = decide(probs, y, cut, threshold=opts.threshold, decision=judgement.decision,
                       min_per_class=opts.min_per_class, evidence=evidence, count=estimated)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),
