@@ -251,7 +251,7 @@ def test_count_takes_the_fitted_rate_where_the_noise_is_uniform():
     assert estimate_wrong_labels([backed, views[1]], y) == majority_count([backed, views[1]], y)
 
 
-def test_the_fitted_rate_counts_only_where_the_view_identifies_it():
+def test_the_fitted_rate_counts_only_where_the_view_identifies_it(monkeypatch):
     """lgcexp.calibration.noise_rate_identified: a view that barely separates the classes leaves the likelihood
     nearly flat in the noise rate (the paper's protocol: a linear view of 40 sampled labels per class). Its fitted
     rate is then a guess (0.27 here, where 40 % of the labels are wrong). The count takes the rate of the last view
@@ -301,14 +301,11 @@ def test_the_fitted_rate_counts_only_where_the_view_identifies_it():
     assert per_label > NATS_PER_COUNTED_LABEL
     import lgcexp.calibration as cal
 
-    old = cal.NATS_PER_COUNTED_LABEL
-    try:
-        cal.NATS_PER_COUNTED_LABEL = per_label * 1.001
-        assert not noise_rate_identified(sharp, y, T, rho)
-        cal.NATS_PER_COUNTED_LABEL = per_label * 0.999
-        assert noise_rate_identified(sharp, y, T, rho)
-    finally:
-        cal.NATS_PER_COUNTED_LABEL = old
+    monkeypatch.setattr(cal, "NATS_PER_COUNTED_LABEL", per_label * 1.001)
+    assert not noise_rate_identified(sharp, y, T, rho)
+    monkeypatch.setattr(cal, "NATS_PER_COUNTED_LABEL", per_label * 0.999)
+    assert noise_rate_identified(sharp, y, T, rho)
+    monkeypatch.undo()
     assert not noise_rate_identified(sharp, y, T, 0.0)
 
 

@@ -109,35 +109,40 @@ def calibrate_view(probs: np.ndarray, y: np.ndarray, under_noise: bool | None = 
     """One view calibrated for the count: :func:`calibrate_under_noise` where its fitted noise rate exceeds
     :data:`MATERIAL_NOISE`, else :func:`calibrate_temperature` (module docstring); ``under_noise`` True / False
     forces one way (benchmarks compare them)."""
-    return _calibrate(probs, y, under_noise)[0]
+    return _calibrate(probs, y, under_noise, fit_rate=False)[0]
 
 
-def _calibrate(probs: np.ndarray, y: np.ndarray, under_noise: bool | None) -> tuple[np.ndarray, float, float]:
-    """(:func:`calibrate_view`, the fitted uniform noise rate, its temperature). The rate is 0 where
-    ``under_noise`` is False (not fitted) and where the view does not identify it
-    (:func:`lgcexp.calibration.noise_rate_identified`); the calibration uses the fitted rate either way."""
+def _calibrate(probs: np.ndarray, y: np.ndarray, under_noise: bool | None,
+               fit_rate: bool = True) -> tuple[np.ndarray, float]:
+    """(:func:`calibrate_view` under ``under_noise``, the fitted uniform noise rate where the view identifies it,
+    :func:`lgcexp.calibration.noise_rate_identified`, else 0). With ``under_noise`` False and ``fit_rate`` False
+    nothing is fitted (temperature alone, rate 0); otherwise the joint fit is made once and serves both."""
     plain = calibrate_temperature(probs, y)
-    if under_noise is False:
-        return plain[0], 0.0, plain[1]
+    if under_noise is False and not fit_rate:
+        return plain[0], 0.0
     Q, T, rho = calibrate_under_noise(probs, y, plain)
-    identified = noise_rate_identified(probs, y, T, rho, plain[1])
-    return (plain[0] if under_noise is None and rho <= MATERIAL_NOISE else Q), (rho if identified else 0.0), T
+    rate = rho if noise_rate_identified(probs, y, T, rho, plain[1]) else 0.0
+    under = under_noise is True or (under_noise is None and rho > MATERIAL_NOISE)
+    return (Q if under else plain[0]), rate
 
 
-def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray,
-                      under_noise: bool | None = None) -> tuple[np.ndarray, list[tuple[float, float]]]:
-    """(:func:`clear_classes`, each view's fitted (uniform noise rate, temperature); the rate 0 where none was
-    fitted or the view does not identify it): each view calibrated once."""
+def _calibrated_views(views: Sequence[np.ndarray], y: np.ndarray, under_noise: bool | None = None,
+                      alone: bool = False) -> tuple[np.ndarray, list[float]]:
+    """(:func:`clear_classes`, each view's fitted uniform noise rate; 0 where none was fitted or the view does not
+    identify it): each view calibrated once. One view is calibrated by temperature alone (module docstring); its
+    rate is fitted only where it may count, ``alone`` (point 4)."""
     y = np.asarray(y, dtype=np.int64)
     clear = np.full(y.size, -1, dtype=np.int64)
     best, rhos = None, []
     ok = np.ones(y.size, dtype=bool)
     views = list(views)
     if under_noise is None and len(views) < 2:
-        under_noise = False  # one view: temperature alone (module docstring)
+        under, fit = False, alone  # one view: temperature alone; its rate only where it may count
+    else:
+        under, fit = under_noise, under_noise is not False
     for v in views:
-        Q, rho, T = _calibrate(v, y, under_noise)
-        rhos.append((rho, T))
+        Q, rho = _calibrate(v, y, under, fit_rate=fit)
+        rhos.append(rho)
         b = Q.argmax(axis=1) if y.size else np.zeros(0, dtype=np.int64)
         ok &= Q[np.arange(y.size), b] > MAJORITY
         if best is None:
@@ -161,19 +166,21 @@ def _view_list(views: np.ndarray | Sequence[np.ndarray]) -> list[np.ndarray]:
     return [views] if isinstance(views, np.ndarray) and views.ndim == 2 else list(views)
 
 
-def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = None) -> tuple[int, int]:
+def _counts(views: list[np.ndarray], y: np.ndarray, under_noise: bool | None = None,
+            alone: bool = False) -> tuple[int, int]:
     """(majority count, the fitted uniform noise rate of the last view that identifies its rate
-    (:func:`lgcexp.calibration.noise_rate_identified`) times the labels, 0 where none does)."""
+    (:func:`lgcexp.calibration.noise_rate_identified`) times the labels, 0 where none does; one view's rate only
+    where ``alone``)."""
     y = np.asarray(y, dtype=np.int64)
     if not y.size:
         return 0, 0
     c = int(np.asarray(views[0]).shape[1])
-    clear, rhos = _calibrated_views(views, y, under_noise)
+    clear, rhos = _calibrated_views(views, y, under_noise, alone)
     C = np.zeros((c, c), dtype=np.int64)
     ok = clear >= 0
     np.add.at(C, (y[ok], clear[ok]), 1)
     N = calibrated_counts(C, y)
-    rho = next((r for r, _ in reversed(rhos) if r > 0), 0.0)  # the last view that identifies its rate
+    rho = next((r for r in reversed(rhos) if r > 0), 0.0)  # the last view that identifies its rate
     return int(N.sum() - np.trace(N)), int(round(rho * y.size))
 
 
@@ -197,18 +204,12 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
     where it is at least :data:`UNIFORM_SHARE` of the majority count (point 4). ``under_noise`` True / False forces
     every view's calibration and gives the majority count (benchmarks compare them)."""
     views = _view_list(views)
-    majority, fitted = _counts(views, y, under_noise)
-    if (under_noise is None and len(views) >= 2 and fitted >= UNIFORM_SHARE * majority
-            and _combination_agrees(views, y, fitted)):
-        return fitted
-    y = np.asarray(y, dtype=np.int64)
-    if under_noise is None and len(views) == 1 and alone and y.size:
-        plain = calibrate_temperature(views[0], y)
-        _, T, rho = calibrate_under_noise(views[0], y, plain)
-        alone_fitted = int(round(rho * y.size)) if noise_rate_identified(views[0], y, T, rho, plain[1]) else 0
-        if alone_fitted >= UNIFORM_SHARE * majority:
-            return alone_fitted
-    return majority
+    majority, fitted = _counts(views, y, under_noise, alone)
+    if under_noise is not None or fitted < UNIFORM_SHARE * majority:
+        return majority
+    if len(views) >= 2:
+        return fitted if _combination_agrees(views, y, fitted) else majority
+    return fitted if alone else majority  # one view: its rate was fitted only where alone
 
 
 def _combination_agrees(views: Sequence[np.ndarray], y: np.ndarray, fitted: int) -> bool:
