@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .cache import atomic_write_text
-from .records import RESULT_FILE
+from .records import RESULT_FILE, replace_rows
 
 #: one compact row per run (results/lowlabel/runs.csv)
 LOWLABEL_COLUMNS = ["experiment", "dataset", "features", "features_key", "algo", "per_class", "noise", "noise_rate",
@@ -106,9 +106,7 @@ def merge(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     """``old`` with the runs of ``new`` added; a run in both (:data:`RUN_KEY`) is ``new``'s."""
     if not len(old):
         return tidy(new)
-    key = lambda df: pd.MultiIndex.from_frame(df[RUN_KEY].astype(str))  # noqa: E731
-    keep = ~key(old).isin(key(new))
-    return tidy(pd.concat([old[keep], new], ignore_index=True))
+    return tidy(replace_rows(old, new, RUN_KEY))
 
 
 def method_order(methods) -> list[str]:

@@ -51,3 +51,18 @@ def write_table(path: Path, frame: pd.DataFrame) -> None:
     buf = io.StringIO()
     frame.to_csv(buf, index=False)
     atomic_write_text(Path(path), buf.getvalue())
+
+
+def replace_rows(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``old``'s rows that no row of ``new`` shares ``keys`` with (those of ``keys`` both tables have), then
+    ``new``'s rows: a rerun replaces the committed row of the same place. Keys are compared as text after the two
+    tables are joined, so ``1`` and ``1.0`` of a column that one side read as float are one place, as are two
+    missing values."""
+    both = pd.concat([old.assign(_from_new=False), new.assign(_from_new=True)], ignore_index=True)
+    cols = [k for k in keys if k in both]
+    if not cols:
+        raise ValueError(f"replace_rows: neither table has any of the keys {keys}")
+    place = pd.MultiIndex.from_frame(both[cols].astype(str))
+    fresh = both["_from_new"].to_numpy()
+    replaced = ~fresh & place.isin(place[fresh])
+    return both[~replaced].drop(columns="_from_new").reset_index(drop=True)

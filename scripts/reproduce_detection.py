@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from lgcexp.cache import atomic_write_text
+from lgcexp.records import replace_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "label_issues"
@@ -138,14 +139,13 @@ LOW_KEYS = ["dataset", "noise", "rate", "seed", "cut"]
 
 
 def merge_rows(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """``old``'s rows with ``new``'s added; where both have a row with the same ``keys``, ``new``'s replaces it (kept
-    in ``old``'s place); ``new``'s other rows follow, then everything sorted stably by ``keys``' draw columns."""
+    """``old``'s rows with ``new``'s added (:func:`lgcexp.records.replace_rows`: a row of ``new`` replaces the row of
+    ``old`` with the same ``keys``; a missing ``features`` is raw pixels), sorted stably by the draw columns."""
     old, new = old.copy(), new.copy()
     for df in (old, new):
         if "features" in keys and "features" in df:
             df["features"] = df["features"].fillna("raw")
-    both = pd.concat([old, new], ignore_index=True)
-    both = both.drop_duplicates(subset=[k for k in keys if k in both], keep="last")
+    both = replace_rows(old, new, keys)
     order = [k for k in ("dataset", "features", "noise", "rate", "seed") if k in both]
     return both.sort_values(order, kind="mergesort").reset_index(drop=True)
 
