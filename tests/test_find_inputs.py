@@ -444,10 +444,10 @@ def test_auto_cut_flags_the_count_where_every_point_is_labelled():
     assert find_label_issues(X, labels, method="lgc", cut="suggested").attrs["cut"] == "suggested"
 
 
-@pytest.mark.parametrize("method", ["lgc", "autoL"])
+@pytest.mark.parametrize("method", ["lgc", "autoL", "auto"])
 def test_graph_methods_mark_their_judgement_as_leave_one_out(method):
-    """LGC's and AutoL's judgements are the graph's leave-one-out (their fitted rate may count alone, point 4 of
-    lgcexp.issues.count); the user's pred_probs and the k-NN baseline are not."""
+    """LGC's, AutoL's and auto's (AutoL at a chosen alpha) judgements are the graph's leave-one-out (their fitted
+    rate may count alone, point 4 of lgcexp.issues.count); the user's pred_probs and the k-NN baseline are not."""
     from lgcexp.algorithms import make_algorithm
     from lgcexp.graph.knn import KnnGraph
     from lgcexp.issues.pred_probs import pred_probs_judgement

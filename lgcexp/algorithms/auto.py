@@ -255,4 +255,5 @@ class Auto(GraphSSLAlgorithm):
 
         probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
         return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
-                              source="auto: leave-one-out vote share at the learnt label weights and alpha")
+                              source="auto: leave-one-out vote share at the learnt label weights and alpha",
+                              leave_one_out=True)

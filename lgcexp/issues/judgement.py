@@ -26,7 +26,7 @@ class LabelJudgement:
     labels (rows sum to 1; a row of zeros where there is no evidence: such a label keeps quality 1 and is
     never flagged). ``decision``: the method's own yes/no verdict, used by ``cut=method`` (None: the method
     has none of its own). ``source``: a short description of ``probs`` for the record. ``leave_one_out``: ``probs``
-    is the graph's leave-one-out of the labels (LGC's, AutoL's), whose fitted noise rate may be the count even
+    is the graph's leave-one-out of the labels (LGC's, AutoL's, auto's), whose fitted noise rate may be the count even
     where it is the only view (:func:`lgcexp.issues.count.estimate_wrong_labels`, ``alone``).
     """
 
