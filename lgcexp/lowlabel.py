@@ -261,6 +261,21 @@ def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     return pd.DataFrame(cells), "\n".join(lines)
 
 
+def count_table(cells: pd.DataFrame) -> str:
+    """Markdown of the count each judging method reports (``detect_estimated_issues``, mean over the runs) beside
+    the flipped labels' mean, a row per noise setting, from :func:`flags_table`'s cells."""
+    methods = method_order(cells["method"])
+    head = ["noise", "flipped (mean)"] + [f"`{m}` estimated" for m in methods]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for (model, rate), g in cells.groupby(["noise", "noise_rate"], sort=False):
+        by = g.set_index("method")
+        row = [setting_label(f"{model} {rate:g}" if rate > 0 else "none"), f"{g['flipped'].mean():.1f}"]
+        row += [f"{by.at[m, 'estimated']:.1f}" if m in by.index and pd.notna(by.at[m, "estimated"]) else "–"
+                for m in methods]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def flagged_runs(runs: pd.DataFrame) -> pd.DataFrame | None:
     """The runs that recorded their flags, one per trial (:func:`noise_rows`, applied after the selection so that a
     0 % trial is kept from whichever noise model recorded flags); None where none did."""
@@ -278,6 +293,15 @@ def flags_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
             f"each judging method flags (`label_issues.csv`, `detect` defaults) against the flipped ones, mean over "
             f"seeds {seeds[0]}–{seeds[-1]} ({n} runs): F1 of the flags, average precision of the ranking, labels "
             f"flagged (at 0 %: false alarms).")
+
+
+def count_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
+    first = runs.iloc[0]
+    runs = flagged_runs(runs)
+    seeds = sorted(set(runs["seed"].astype(int)))
+    return (f"**`{experiment}`, the count**: {str(first['dataset']).upper()}, {k} labels per class, the number of "
+            f"wrong labels each judging method estimates (`estimated_issues`, `detect_estimated_issues` in "
+            f"`result.json`) against the flipped ones, mean over seeds {seeds[0]}–{seeds[-1]} ({len(runs)} runs).")
 
 
 def caption(experiment: str, runs: pd.DataFrame, k: int | None = None) -> str:
@@ -347,6 +371,8 @@ def write_lowlabel_tables(runs: pd.DataFrame, out: Path, figures: bool = True) -
             if flags is not None:
                 tables[f"{name}_flags.md"] = flags_caption(experiment, gk, int(k)) + "\n\n" + flags[1] + "\n"
                 atomic_write_text(out / f"{name}_flags.csv", flags[0].round(4).to_csv(index=False))
+                count = count_table(flags[0])
+                tables[f"{name}_count.md"] = count_caption(experiment, gk, int(k)) + "\n\n" + count + "\n"
     for name, text in tables.items():
         atomic_write_text(out / name, text)
     index = ["# Low-label tables", "",

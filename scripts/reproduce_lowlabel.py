@@ -53,6 +53,20 @@ def plan(experiments: list[str], algos: list[str] | None) -> list[tuple[str, lis
     return [(e, [a for a in v if a in algos]) for e, v in swept.items() if any(a in algos for a in v)]
 
 
+def provenance(old: str, timings: list[tuple[str, float, int]], now: str, machine: str) -> str:
+    """PROVENANCE.md with a row per command of ``timings`` (command, seconds, exit code), replacing that command's
+    row of ``old``; the other rows of ``old`` and the notes below its table are kept."""
+    lines = old.splitlines()
+    rows = {line.split("`")[1]: line for line in lines if line.startswith("| `lgcexp")}
+    last = max((i for i, line in enumerate(lines) if line.startswith("|")), default=len(lines))
+    for c, s, r in timings:
+        rows[c] = f"| `{c}` | {s / 60:.1f} min | {r} | {now} |"
+    head = ["# Provenance of results/lowlabel", "", f"- machine of the last invocation: {machine}",
+            "- runs are resumable: a wall time covers the runs computed by that invocation", "",
+            "| command | wall time | exit | finished |", "|---|---|---|---|"]
+    return "\n".join(head + sorted(rows.values()) + lines[last + 1:]).rstrip("\n") + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -78,19 +92,9 @@ def main() -> int:
     rc = subprocess.call(cmd, env=env)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     prov = base / "PROVENANCE.md"
-    rows = {}  # keep the timing rows of experiments not rerun this time
-    if prov.exists():
-        for line in prov.read_text().splitlines():
-            if line.startswith("| `lgcexp"):
-                rows[line.split("`")[1]] = line
-    for c, s, r in timings:
-        rows[c] = f"| `{c}` | {s / 60:.1f} min | {r} | {now} |"
-    lines = ["# Provenance of results/lowlabel", "",
-             f"- machine of the last invocation: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), "
-             f"Python {platform.python_version()}, {a.jobs} parallel job{'s' if a.jobs != 1 else ''}",
-             "- runs are resumable: a wall time covers the runs computed by that invocation", "",
-             "| command | wall time | exit | finished |", "|---|---|---|---|"] + sorted(rows.values())
-    prov.write_text("\n".join(lines) + "\n")
+    machine = (f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores), Python "
+               f"{platform.python_version()}, {a.jobs} parallel job{'s' if a.jobs != 1 else ''}")
+    prov.write_text(provenance(prov.read_text() if prov.exists() else "", timings, now, machine))
     return rc or max((r for _, _, r in timings), default=0)
 
 

@@ -162,6 +162,22 @@ def test_flags_table_against_independent_numbers():
     assert "seeds 0–1 (9 runs)" in caption   # 4 + 4 + 1 flagged runs, the unflagged 0 % duplicates left out
 
 
+def test_count_table_means_each_methods_estimate_per_setting():
+    rows = []
+    est = {("lgc", 0): (8, 1), ("lgc", 1): (13, 2), ("poissonBayes", 0): (20, 0), ("poissonBayes", 1): (np.nan, 0)}
+    for (algo, seed), (noisy, clean) in est.items():
+        for rate, e, flipped in ((0.2, noisy, 10 + seed), (0.0, clean, 0)):
+            rows.append({"algo": algo, "per_class": 5, "seed": seed, "noise": "confusion", "noise_rate": rate,
+                         "n_labeled": 50, "n_flipped": flipped, "acc_unlabeled": 0.8, "n_label_issues": 3,
+                         "detect_estimated_issues": e, "detect_f1": 0.5, "detect_ap": 0.5})
+    cells, _ = lowlabel.flags_table(_runs(rows))
+    lines = lowlabel.count_table(cells).splitlines()
+    assert lines[0] == "| noise | flipped (mean) | `lgc` estimated | `poissonBayes` estimated |"
+    assert lines[2] == "| none, 0 % | 0.0 | 1.5 | 0.0 |"
+    assert lines[3] == "| confusion, 20 % | 10.5 | 10.5 | 20.0 |"   # a run without a count is left out of the mean
+    assert "seeds 0–1 (8 runs)" in lowlabel.count_caption("e", _runs(rows), 5)
+
+
 def _record(algo, seed, k, acc, exp_hash):
     return {"dataset": "digits", "algo": algo, "seed": seed, "noise": "none", "noise_rate": 0.0, "n_labeled": 10 * k,
             "n_flipped": 0, "acc_unlabeled": acc, "solver_iterations": 51, "stage_seconds": {"load": 1.0, "graph": 0.5},
@@ -248,3 +264,22 @@ def test_two_runs_in_one_place_are_refused_before_anything_is_written():
     with pytest.raises(ValueError, match=r"x: 2 runs share a place of a table \(experiment=e, algo=poisson.*"
                                          r"config hashes h0, h1\); move the variant out"):
         lowlabel.check_unique_places(twice, "x")
+
+
+def test_provenance_replaces_a_commands_row_and_keeps_the_notes():
+    old = ("# Provenance of results/lowlabel\n\n- machine of the last invocation: x\n- runs are resumable\n\n"
+           "| command | wall time | exit | finished |\n|---|---|---|---|\n"
+           "| `lgcexp experiment=b` | 9.0 min | 0 | then |\n| `lgcexp experiment=a` | 1.0 min | 0 | then |\n\n"
+           "Note: kept.\n")
+    new = reproduce_lowlabel.provenance(old, [("lgcexp experiment=b", 30.0, 0), ("lgcexp experiment=c", 6.0, 1)],
+                                        "now", "vm")
+    lines = new.splitlines()
+    rows = [v for v in lines if v.startswith("| `")]
+    assert rows == ["| `lgcexp experiment=a` | 1.0 min | 0 | then |", "| `lgcexp experiment=b` | 0.5 min | 0 | now |",
+                    "| `lgcexp experiment=c` | 0.1 min | 1 | now |"]
+    assert "- machine of the last invocation: vm" in lines and new.endswith("\n\nNote: kept.\n")
+    assert reproduce_lowlabel.provenance("", [], "now", "vm").endswith("|---|---|---|---|\n")
+    # the committed file comes back unchanged when nothing was rerun (but the machine line)
+    committed = (ROOT / "results" / "lowlabel" / "PROVENANCE.md").read_text()
+    machine = committed.splitlines()[2].removeprefix("- machine of the last invocation: ")
+    assert reproduce_lowlabel.provenance(committed, [], "now", machine) == committed
