@@ -141,6 +141,16 @@ def test_bad_pred_probs_one_line(change, match):
         find_label_issues(labels=labels + 1, pred_probs=P)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_embeddings_with_nan_or_inf_are_refused_in_one_line(bad):
+    X, labels, _ = _problem()
+    X = X.astype(np.float32)
+    X[7, 1] = bad
+    with pytest.raises(UserError, match=r"^X: X has NaN or Inf in 1 of 80 rows \(first bad row: 7\)") as e:
+        find_label_issues(X, labels)
+    assert "\n" not in str(e.value)
+
+
 def test_count_against_hand_computation():
     # three classes; the majority joint by hand, calibrated rows scale to the label counts
     P = np.array([[0.9, 0.05, 0.05], [0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.4, 0.4, 0.2],
