@@ -252,6 +252,7 @@ def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
             cells.append({"noise": model, "noise_rate": rate, "method": m, "n": len(g),
                           "f1": f1.mean() if rate > 0 else float("nan"), "ap": ap.mean() if rate > 0 else float("nan"),
                           "flagged": flagged, "estimated": g["detect_estimated_issues"].mean(),
+                          "n_estimated": int(g["detect_estimated_issues"].notna().sum()),
                           "flipped": g["n_flipped"].astype(float).mean()})
             none_flipped = not (g["n_flipped"].astype(float) > 0).any()   # F1 and AP need a flipped label
             quality = "– / –" if none_flipped or not f1.notna().any() else \
@@ -262,16 +263,20 @@ def flags_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
 
 
 def count_table(cells: pd.DataFrame) -> str:
-    """Markdown of the count each judging method reports (``detect_estimated_issues``, mean over the runs) beside
-    the flipped labels' mean, a row per noise setting, from :func:`flags_table`'s cells."""
+    """Markdown of the count each judging method reports (``detect_estimated_issues``, mean over the runs that
+    recorded one; their number in brackets where it is below the row's most runs) beside the flipped labels' mean
+    over the row's runs, a row per noise setting, from :func:`flags_table`'s cells."""
     methods = method_order(cells["method"])
     head = ["noise", "flipped (mean)"] + [f"`{m}` estimated" for m in methods]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for (model, rate), g in cells.groupby(["noise", "noise_rate"], sort=False):
         by = g.set_index("method")
-        row = [setting_label(f"{model} {rate:g}" if rate > 0 else "none"), f"{g['flipped'].mean():.1f}"]
-        row += [f"{by.at[m, 'estimated']:.1f}" if m in by.index and pd.notna(by.at[m, "estimated"]) else "–"
-                for m in methods]
+        n_max = int(g["n"].max())
+        row = [setting_label(f"{model} {rate:g}" if rate > 0 else "none"),
+               f"{np.average(g['flipped'], weights=g['n']):.1f}"]
+        for m in methods:
+            k = int(by.at[m, "n_estimated"]) if m in by.index else 0
+            row.append("–" if not k else f"{by.at[m, 'estimated']:.1f}" + ("" if k == n_max else f" ({k})"))
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -284,24 +289,29 @@ def flagged_runs(runs: pd.DataFrame) -> pd.DataFrame | None:
     return noise_rows(runs[runs["n_label_issues"].notna()])
 
 
-def flags_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
+def _flagged_head(experiment: str, runs: pd.DataFrame, k: int, what: str) -> tuple[str, pd.DataFrame, str]:
+    """(caption's start, the flagged runs, their seeds as ``a–b``) of :func:`flags_caption` and
+    :func:`count_caption`."""
     first = runs.iloc[0]
     runs = flagged_runs(runs)
     seeds = sorted(set(runs["seed"].astype(int)))
-    n = len(runs)
-    return (f"**`{experiment}`, flagged labels**: {str(first['dataset']).upper()}, {k} labels per class, the labels "
-            f"each judging method flags (`label_issues.csv`, `detect` defaults) against the flipped ones, mean over "
-            f"seeds {seeds[0]}–{seeds[-1]} ({n} runs): F1 of the flags, average precision of the ranking, labels "
-            f"flagged (at 0 %: false alarms).")
+    return (f"**`{experiment}`, {what}**: {str(first['dataset']).upper()}, {k} labels per class", runs,
+            f"{seeds[0]}–{seeds[-1]}")
+
+
+def flags_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
+    head, runs, seeds = _flagged_head(experiment, runs, k, "flagged labels")
+    return (f"{head}, the labels each judging method flags (`label_issues.csv`, `detect` defaults) against the "
+            f"flipped ones, mean over seeds {seeds} ({len(runs)} runs): F1 of the flags, average precision of the "
+            f"ranking, labels flagged (at 0 %: false alarms).")
 
 
 def count_caption(experiment: str, runs: pd.DataFrame, k: int) -> str:
-    first = runs.iloc[0]
-    runs = flagged_runs(runs)
-    seeds = sorted(set(runs["seed"].astype(int)))
-    return (f"**`{experiment}`, the count**: {str(first['dataset']).upper()}, {k} labels per class, the number of "
-            f"wrong labels each judging method estimates (`estimated_issues`, `detect_estimated_issues` in "
-            f"`result.json`) against the flipped ones, mean over seeds {seeds[0]}–{seeds[-1]} ({len(runs)} runs).")
+    head, runs, seeds = _flagged_head(experiment, runs, k, "the count")
+    n = int(runs["detect_estimated_issues"].notna().sum())
+    return (f"{head}, the number of wrong labels each judging method estimates (`estimated_issues`, "
+            f"`detect_estimated_issues` in `result.json`) against the flipped ones, mean over seeds {seeds} ({n} runs "
+            f"with a count).")
 
 
 def caption(experiment: str, runs: pd.DataFrame, k: int | None = None) -> str:

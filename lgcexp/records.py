@@ -54,15 +54,18 @@ def write_table(path: Path, frame: pd.DataFrame) -> None:
 
 
 def replace_rows(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """``old``'s rows that no row of ``new`` shares ``keys`` with (those of ``keys`` both tables have), then
-    ``new``'s rows: a rerun replaces the committed row of the same place. Keys are compared as text after the two
-    tables are joined, so ``1`` and ``1.0`` of a column that one side read as float are one place, as are two
-    missing values."""
-    both = pd.concat([old.assign(_from_new=False), new.assign(_from_new=True)], ignore_index=True)
+    """``old``'s rows that no row of ``new`` shares ``keys`` with, then ``new``'s rows: a rerun replaces the
+    committed row of the same place. The keys are those of ``keys`` that either table has (a key one table lacks
+    reads as missing there). They are compared as text after the two tables are joined, so ``1`` and ``1.0`` of a
+    column that one side read as float are one place, as are two missing values. Rows of one table that share
+    their keys are all kept (a run or benchmark writes one row per place)."""
+    if not len(new):
+        return old.reset_index(drop=True)
+    both = pd.concat([old, new], ignore_index=True)
     cols = [k for k in keys if k in both]
     if not cols:
         raise ValueError(f"replace_rows: neither table has any of the keys {keys}")
     place = pd.MultiIndex.from_frame(both[cols].astype(str))
-    fresh = both["_from_new"].to_numpy()
+    fresh = np.arange(len(both)) >= len(old)
     replaced = ~fresh & place.isin(place[fresh])
-    return both[~replaced].drop(columns="_from_new").reset_index(drop=True)
+    return both[~replaced].reset_index(drop=True)

@@ -55,16 +55,22 @@ def plan(experiments: list[str], algos: list[str] | None) -> list[tuple[str, lis
 
 def provenance(old: str, timings: list[tuple[str, float, int]], now: str, machine: str) -> str:
     """PROVENANCE.md with a row per command of ``timings`` (command, seconds, exit code), replacing that command's
-    row of ``old``; the other rows of ``old`` and the notes below its table are kept."""
+    row of ``old``'s table (the rows under its ``| command |`` header); the other rows and everything below the
+    table are kept (an ``old`` without the table is kept whole, below the new one)."""
     lines = old.splitlines()
-    rows = {line.split("`")[1]: line for line in lines if line.startswith("| `lgcexp")}
-    last = max((i for i, line in enumerate(lines) if line.startswith("|")), default=len(lines))
+    top = next((i for i, line in enumerate(lines) if line.startswith("| command |")), None)
+    if top is None:  # no table: every line of old is kept below the new one
+        table, notes = [], lines
+    else:
+        end = next((i for i in range(top, len(lines)) if not lines[i].startswith("|")), len(lines))
+        table, notes = lines[top:end], lines[end:]
+    rows = {line.split("`")[1]: line for line in table if line.startswith("| `lgcexp")}
     for c, s, r in timings:
         rows[c] = f"| `{c}` | {s / 60:.1f} min | {r} | {now} |"
     head = ["# Provenance of results/lowlabel", "", f"- machine of the last invocation: {machine}",
             "- runs are resumable: a wall time covers the runs computed by that invocation", "",
             "| command | wall time | exit | finished |", "|---|---|---|---|"]
-    return "\n".join(head + sorted(rows.values()) + lines[last + 1:]).rstrip("\n") + "\n"
+    return "\n".join(head + sorted(rows.values()) + ([""] if notes and notes[0] else []) + notes).rstrip("\n") + "\n"
 
 
 def main() -> int:

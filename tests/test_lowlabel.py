@@ -174,8 +174,14 @@ def test_count_table_means_each_methods_estimate_per_setting():
     lines = lowlabel.count_table(cells).splitlines()
     assert lines[0] == "| noise | flipped (mean) | `lgc` estimated | `poissonBayes` estimated |"
     assert lines[2] == "| none, 0 % | 0.0 | 1.5 | 0.0 |"
-    assert lines[3] == "| confusion, 20 % | 10.5 | 10.5 | 20.0 |"   # a run without a count is left out of the mean
-    assert "seeds 0–1 (8 runs)" in lowlabel.count_caption("e", _runs(rows), 5)
+    # a run without a count is left out of the mean, and the runs that have one are counted in brackets
+    assert lines[3] == "| confusion, 20 % | 10.5 | 10.5 | 20.0 (1) |"
+    assert "seeds 0–1 (7 runs with a count)" in lowlabel.count_caption("e", _runs(rows), 5)
+    # the flipped mean is over the row's runs, whatever each method's number of runs
+    more = rows + [{**rows[0], "algo": "poissonL", "seed": s, "n_flipped": 40} for s in (0, 1, 2, 3)]
+    lines = lowlabel.count_table(lowlabel.flags_table(_runs(more))[0]).splitlines()
+    assert lines[0].endswith("| `poissonL` estimated | `poissonBayes` estimated |")
+    assert lines[3] == f"| confusion, 20 % | {(10 + 11 + 10 + 11 + 4 * 40) / 8:.1f} | 10.5 (2) | 8.0 | 20.0 (1) |"
 
 
 def _record(algo, seed, k, acc, exp_hash):
@@ -279,6 +285,13 @@ def test_provenance_replaces_a_commands_row_and_keeps_the_notes():
                     "| `lgcexp experiment=c` | 0.1 min | 1 | now |"]
     assert "- machine of the last invocation: vm" in lines and new.endswith("\n\nNote: kept.\n")
     assert reproduce_lowlabel.provenance("", [], "now", "vm").endswith("|---|---|---|---|\n")
+    # a table inside the notes and a note line that looks like a row stay notes
+    noted = old + "\n| x | y |\n|---|---|\n| `lgcexp experiment=a` | said |\n\nNote two.\n"
+    out = reproduce_lowlabel.provenance(noted, [], "now", "vm")
+    assert out.endswith("Note: kept.\n\n| x | y |\n|---|---|\n| `lgcexp experiment=a` | said |\n\nNote two.\n")
+    assert "| `lgcexp experiment=a` | 1.0 min | 0 | then |" in out
+    # a file without the table: kept whole under the new one
+    assert reproduce_lowlabel.provenance("free text\n", [], "now", "vm").endswith("|---|---|---|---|\n\nfree text\n")
     # the committed file comes back unchanged when nothing was rerun (but the machine line)
     committed = (ROOT / "results" / "lowlabel" / "PROVENANCE.md").read_text()
     machine = committed.splitlines()[2].removeprefix("- machine of the last invocation: ")

@@ -15,3 +15,10 @@ def test_replace_rows_replaces_the_same_place_only():
     assert replace_rows(old, new, ["d"])["v"].tolist() == [20, 30, 40]
     with pytest.raises(ValueError, match="none|neither"):
         replace_rows(old, new, ["absent"])
+    # nothing new: old as it was (dtypes included); duplicates within one table are kept
+    same = replace_rows(old, pd.DataFrame(), ["d"])
+    assert same.equals(old) and same["v"].dtype == old["v"].dtype
+    twice = pd.concat([old, old.iloc[[0]]], ignore_index=True)
+    assert replace_rows(twice, new.iloc[[2]], ["d", "seed"])["v"].tolist() == [1, 2, 3, 1, 40]
+    # a key only old has: new's side is missing there, so only old rows missing it too are replaced
+    assert replace_rows(old.assign(x=[1, None, 2]), new, ["d", "x"])["v"].tolist() == [1, 3, 20, 30, 40]
