@@ -98,7 +98,7 @@ def judge_cell(X: np.ndarray, y_obs: np.ndarray, wrong: np.ndarray, image_shape:
         from lgcexp.issues.judgement import LabelJudgement
 
         evidence, fp, seconds, model = cached
-        J = judge(LabelJudgement(probs=evidence, leave_one_out=True), y_obs, view=fp, every_point_labelled=True)
+        J = judge(LabelJudgement(probs=evidence, leave_one_out=evidence), y_obs, view=fp, every_point_labelled=True)
         J = dataclasses.replace(J, feature_model=model if fp is not None else None)
     else:
         t0 = time.perf_counter()

@@ -292,7 +292,7 @@ def test_the_fitted_rate_counts_only_where_the_view_identifies_it(monkeypatch):
     assert estimate_wrong_labels([weak, sharp], y) == round(rho * n)
     assert estimate_wrong_labels([sharp, weak], y) == round(rho * n) != majority_count([sharp, weak], y)
     # one view: the majority count (pred_probs alone, the k-NN baseline), unless it is a graph method's
-    # leave-one-out (point 4), whose identified rate counts; judge() passes LabelJudgement.leave_one_out through
+    # leave-one-out (point 4), whose identified rate counts; judge() counts on LabelJudgement.leave_one_out
     from lgcexp.issues.judge import judge
     from lgcexp.issues.judgement import LabelJudgement
 
@@ -300,8 +300,12 @@ def test_the_fitted_rate_counts_only_where_the_view_identifies_it(monkeypatch):
     assert estimate_wrong_labels(sharp, y, alone=True) == round(rho * n)
     assert estimate_wrong_labels(weak, y, alone=True) == majority_count(weak, y)
     opts = {"features": False}
-    assert judge(LabelJudgement(probs=sharp, leave_one_out=True), y, opts).estimated_issues == round(rho * n)
+    assert judge(LabelJudgement(probs=sharp, leave_one_out=sharp), y, opts).estimated_issues == round(rho * n)
     assert judge(LabelJudgement(probs=sharp), y, opts).estimated_issues == majority_count(sharp, y)
+    # the count reads the plain leave-one-out, not the judged evidence (AutoL's vote share at learnt weights)
+    assert judge(LabelJudgement(probs=weak, leave_one_out=sharp), y, opts).estimated_issues == round(rho * n)
+    assert judge(LabelJudgement(probs=sharp, leave_one_out=weak), y, opts).estimated_issues == \
+        majority_count(weak, y)
     # the rule is the gain per counted label: just below and just above it
     from lgcexp.calibration import _log_evidence, _noisy_nll, calibrate_temperature
 
@@ -456,8 +460,10 @@ def test_auto_cut_flags_the_count_where_every_point_is_labelled():
 
 @pytest.mark.parametrize("method", ["lgc", "autoL", "auto"])
 def test_graph_methods_mark_their_judgement_as_leave_one_out(method):
-    """LGC's, AutoL's and auto's (AutoL at a chosen alpha) judgements are the graph's leave-one-out (their fitted
-    rate may count alone, point 4 of lgcexp.issues.count); the user's pred_probs and the k-NN baseline are not."""
+    """LGC's, AutoL's and auto's (AutoL at a chosen alpha) judgements carry the graph's plain leave-one-out (the
+    count reads it; its fitted rate may count alone, point 4 of lgcexp.issues.count): for LGC its evidence, for
+    AutoL and auto the vote of every other label counted once at their alpha, against a dense solve; the user's
+    pred_probs and the k-NN baseline have none."""
     from lgcexp.algorithms import make_algorithm
     from lgcexp.graph.knn import KnnGraph
     from lgcexp.issues.pred_probs import pred_probs_judgement
@@ -466,5 +472,17 @@ def test_graph_methods_mark_their_judgement_as_leave_one_out(method):
     X, labels, _ = _problem()
     labeled = np.arange(0, 80, 2)
     fitted = fit_on_graph(KnnGraph(k=10, sigma="mean"), make_algorithm(method, {}), X, labeled, labels[labeled], 2)
-    assert fitted.algorithm.label_judgement().leave_one_out
-    assert not pred_probs_judgement(np.full((4, 2), 0.5)).leave_one_out
+    J = fitted.algorithm.label_judgement()
+    a = fitted.algorithm
+    alpha = {"lgc": lambda: a.alpha, "autoL": lambda: 1 / (1 + a.mu), "auto": lambda: a.alpha_}[method]()
+    S = fitted.graph.S.toarray()
+    P = np.linalg.inv(np.eye(len(X)) - alpha * S)[np.ix_(labeled, labeled)]
+    np.fill_diagonal(P, 0.0)
+    y = labels[labeled]
+    V = np.stack([P[:, y == k].sum(axis=1) for k in range(2)], axis=1)
+    np.testing.assert_allclose(J.leave_one_out, V / V.sum(axis=1, keepdims=True), atol=1e-4)
+    if method == "lgc":
+        assert J.leave_one_out is J.probs
+    else:  # the vote share at the learnt weights differs where a weight is not 1
+        assert not np.allclose(J.probs, J.leave_one_out)
+    assert pred_probs_judgement(np.full((4, 2), 0.5)).leave_one_out is None

@@ -250,10 +250,12 @@ class Auto(GraphSSLAlgorithm):
     def label_judgement(self):
         """AutoL's judgement at the chosen alpha: each label's share of the leave-one-out vote of the other
         labels weighted by the learnt omega, ``normalize_rows(P~_alpha* diag(max(omega, 0)) B)``; the method's
-        own verdict: omega <= 0 (docs/label_issues.md)."""
+        own verdict: omega <= 0 (docs/label_issues.md); for the count of wrong labels, the plain leave-one-out at
+        alpha* (every other label counted once)."""
         from ..issues.judgement import LabelJudgement, graph_loo_probs
 
-        probs = graph_loo_probs(self._P, self._y, self.corrected_.shape[1], weights=self.omega_)
-        return LabelJudgement(probs=probs, decision=self.dropped_.copy(),
+        c = self.corrected_.shape[1]
+        return LabelJudgement(probs=graph_loo_probs(self._P, self._y, c, weights=self.omega_),
+                              decision=self.dropped_.copy(),
                               source="auto: leave-one-out vote share at the learnt label weights and alpha",
-                              leave_one_out=True)
+                              leave_one_out=graph_loo_probs(self._P, self._y, c))

@@ -108,15 +108,16 @@ class LGC(GraphSSLAlgorithm):
                                           diagonal=how, distance=diagonal.LARGE_DISTANCE, progress=progress)
                 self._judgement = LabelJudgement(
                     probs=probs, source=f"lgc: leave-one-out prediction (no learning; diagonal: {how})",
-                    leave_one_out=True)
+                    leave_one_out=probs)
                 self.info_["loo_seconds"] = round(st["seconds"], 4)
                 self.info_["loo_diagonal"] = {k: v for k, v in st["diagonal"].items() if k != "seconds"}
                 return
 
             P, st = cached_propagation_submatrix(graph, labeled, float(self.alpha), cache=cache, solver=self.solver,
                                                  t=self.t, progress=progress, shared_alphas=self._pll_alphas)
-            self._judgement = LabelJudgement(probs=graph_loo_probs(P, y_labeled, n_classes),
-                                             source="lgc: leave-one-out prediction (no learning)", leave_one_out=True)
+            probs = graph_loo_probs(P, y_labeled, n_classes)
+            self._judgement = LabelJudgement(probs=probs, source="lgc: leave-one-out prediction (no learning)",
+                                             leave_one_out=probs)
             self.info_["pll_seconds"] = round(st["seconds"], 4)
             self.info_["pll_cache_hit"] = st["cache_hit"]
 

@@ -49,11 +49,13 @@ of points given that label); its off-diagonal sum is the *majority count*.
    MNIST's test images at 0.5-40 % (docs/label_issues.md#count-fitted).
 
 4. One view alone keeps the majority count (the user's ``pred_probs``, the k-NN baseline), except the graph's
-   leave-one-out of a graph method (LGC, AutoL) where its feature view failed the gate, as with a few labels per
-   class: its identified fitted rate is the count where it is at least :data:`UNIFORM_SHARE` of the majority
-   count. There the majority count, calibrated by temperature alone, names no class clearly under heavy noise and
-   reads 0 (ISOLET, 10 labels per class, 40 % uniform noise: 0 for 104), while the graph's fitted rate reads
-   102-123; under confusion noise it reads low (digits, 5 labels per class, 40 %: 7 for 20, the majority 10).
+   plain leave-one-out of a graph method (LGC, AutoL, auto: ``LabelJudgement.leave_one_out``, which the count
+   reads in place of AutoL's vote share at its learnt weights, fitted to every label) where its feature view
+   failed the gate, as with a few labels per class: its identified fitted rate is the count where it is at least
+   :data:`UNIFORM_SHARE` of the majority count. There the majority count, calibrated by temperature alone, names
+   no class clearly under heavy noise and read 0-34 for 104 (ISOLET, 10 labels per class, 40 % uniform noise,
+   means over 20 seeds), while the fitted rate reads 105-107; under confusion noise it reads low (0.39-0.81 of
+   the truth at 40 %). docs/label_issues.md#count-fitted ("One view").
 
 :func:`count_cut` flags that many labels, the lowest quality first.
 """

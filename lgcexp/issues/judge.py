@@ -112,7 +112,10 @@ def judge(judgement: LabelJudgement | None, y: np.ndarray, options: DetectOption
         logging.getLogger("lgcexp").warning("detect.cut=method: this method makes no decision of its own; "
                                             "using detect.cut=consensus")
         cut = "consensus"
-    estimated = estimate_wrong_labels(views, y, alone=judgement.leave_one_out)
+    # the count reads the graph's plain leave-one-out where the method has one (LabelJudgement.leave_one_out)
+    loo = judgement.leave_one_out
+    count_views = views if loo is None else [np.asarray(loo, dtype=np.float64), *views[1:]]
+    estimated = estimate_wrong_labels(count_views, y, alone=loo is not None)
     is_issue = decide(probs, y, cut, threshold=opts.threshold, decision=judgement.decision,
                       min_per_class=opts.min_per_class, evidence=evidence, count=estimated)
     return JudgedLabels(probs=probs, quality=label_quality(probs, y), suggested=suggested_labels(probs, y),

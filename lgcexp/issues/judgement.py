@@ -25,16 +25,19 @@ class LabelJudgement:
     ``probs`` (l, c): for each labelled point, its class distribution from the evidence of the other
     labels (rows sum to 1; a row of zeros where there is no evidence: such a label keeps quality 1 and is
     never flagged). ``decision``: the method's own yes/no verdict, used by ``cut=method`` (None: the method
-    has none of its own). ``source``: a short description of ``probs`` for the record. ``leave_one_out``: ``probs``
-    is the graph's leave-one-out of the labels (LGC's, AutoL's, auto's), whose fitted noise rate may be the count even
-    where it is the only view (:func:`lgcexp.issues.count.estimate_wrong_labels`, ``alone``).
+    has none of its own). ``source``: a short description of ``probs`` for the record. ``leave_one_out`` (l, c):
+    the graph's plain leave-one-out of the labels, every other label counted once (:func:`graph_loo_probs`
+    without weights; LGC's ``probs`` themselves; for AutoL and ``auto`` at their alpha, not their vote share at the
+    learnt weights, which were fitted to every label, the judged one included), or None where the method has
+    none. The count of wrong labels reads it in place of ``probs``, and its identified fitted noise rate may be
+    the count even where it is the only view (:func:`lgcexp.issues.count.estimate_wrong_labels`, ``alone``).
     """
 
     probs: np.ndarray
     decision: np.ndarray | None = None
     source: str = ""
     extra: dict[str, np.ndarray] = field(default_factory=dict)
-    leave_one_out: bool = False
+    leave_one_out: np.ndarray | None = None
 
 
 def normalize_rows(V: np.ndarray) -> np.ndarray:
