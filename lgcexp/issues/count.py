@@ -31,7 +31,8 @@ calibrated as confident learning's (:func:`calibrated_counts`: each row scaled t
 of points given that label); its off-diagonal sum is the *majority count*.
 
 3. With two views, the uniform noise rate fitted with its temperature to the last view that identifies it (the
-   feature view, or the user's ``pred_probs``; else the graph's evidence;
+   feature view, or the user's ``pred_probs``; else the graph's plain leave-one-out,
+   ``LabelJudgement.leave_one_out``;
    :func:`lgcexp.calibration.noise_rate_identified`: a weak view, such as the linear view of a few sampled labels,
    leaves the likelihood flat in the rate and its fit is a guess, while the graph's evidence there identifies it),
    times the number of labels, is the count where (a) it is at least
@@ -53,7 +54,7 @@ of points given that label); its off-diagonal sum is the *majority count*.
    reads in place of AutoL's vote share at its learnt weights, fitted to every label) where its feature view
    failed the gate, as with a few labels per class: its identified fitted rate is the count where it is at least
    :data:`UNIFORM_SHARE` of the majority count. There the majority count, calibrated by temperature alone, names
-   no class clearly under heavy noise and read 0-34 for 104 (ISOLET, 10 labels per class, 40 % uniform noise,
+   no class clearly under heavy noise and read 7-34 for 104 (ISOLET, 10 labels per class, 40 % uniform noise,
    means over 20 seeds), while the fitted rate reads 105-107; under confusion noise it reads low (0.39-0.81 of
    the truth at 40 %). docs/label_issues.md#count-fitted ("One view").
 
@@ -198,7 +199,8 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
                           under_noise: bool | None = None, *, alone: bool = False) -> int:
     """The estimated number of wrong labels among ``y`` from one or more class distributions, each made without
     the labels it judges (module docstring): with two or more views, the uniform noise rate fitted to the last
-    view that identifies it (the feature view, or the user's ``pred_probs``; else the graph's evidence) times the
+    view that identifies it (the feature view, or the user's ``pred_probs``; else the first view: the graph's plain
+    leave-one-out where :func:`lgcexp.issues.judge.judge` counts) times the
     number of labels where it is at least
     :data:`UNIFORM_SHARE` of the :func:`majority_count` and the views' combination agrees
     (:func:`_combination_agrees`), else the majority count (module docstring, point 3). ``alone``: the one view
@@ -215,9 +217,9 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
 
 
 def _combination_agrees(views: Sequence[np.ndarray], y: np.ndarray, fitted: int) -> bool:
-    """Whether the first and last views' combination (:func:`lgcexp.issues.views.combine_views`, the reported
-    distribution) finds the wrong labels too: its own fitted uniform rate times the labels is at least
-    :data:`COMBINED_SHARE` of ``fitted``, or ``fitted`` is a material rate (above :data:`MATERIAL_NOISE`, where
+    """Whether the first and last views' combination (:func:`lgcexp.issues.views.combine_views`; the reported
+    distribution where the first view is the judged evidence, as for LGC) finds the wrong labels too: its own
+    fitted uniform rate times the labels is at least :data:`COMBINED_SHARE` of ``fitted``, or ``fitted`` is a material rate (above :data:`MATERIAL_NOISE`, where
     the views are calibrated under noise and the combination's tails flatten). Under confusion noise the graph's
     neighbours share a confused point's look, so the combination explains its label (module docstring, point 3)."""
     from .views import combine_views
