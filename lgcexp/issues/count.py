@@ -219,9 +219,10 @@ def estimate_wrong_labels(views: np.ndarray | Sequence[np.ndarray], y: np.ndarra
 def _combination_agrees(views: Sequence[np.ndarray], y: np.ndarray, fitted: int) -> bool:
     """Whether the first and last views' combination (:func:`lgcexp.issues.views.combine_views`; the reported
     distribution where the first view is the judged evidence, as for LGC) finds the wrong labels too: its own
-    fitted uniform rate times the labels is at least :data:`COMBINED_SHARE` of ``fitted``, or ``fitted`` is a material rate (above :data:`MATERIAL_NOISE`, where
-    the views are calibrated under noise and the combination's tails flatten). Under confusion noise the graph's
-    neighbours share a confused point's look, so the combination explains its label (module docstring, point 3)."""
+    fitted uniform rate times the labels is at least :data:`COMBINED_SHARE` of ``fitted``, or ``fitted`` is a
+    material rate (above :data:`MATERIAL_NOISE`, where the views are calibrated under noise and the combination's
+    tails flatten). Under confusion noise the graph's neighbours share a confused point's look, so the combination
+    explains its label (module docstring, point 3)."""
     from .views import combine_views
 
     y = np.asarray(y, dtype=np.int64)
