@@ -252,10 +252,7 @@ class Auto(GraphSSLAlgorithm):
         labels weighted by the learnt omega, ``normalize_rows(P~_alpha* diag(max(omega, 0)) B)``; the method's
         own verdict: omega <= 0 (docs/label_issues.md); for the count of wrong labels, the plain leave-one-out at
         alpha* (every other label counted once)."""
-        from ..issues.judgement import LabelJudgement, graph_loo_probs
+        from ..issues.judgement import weighted_loo_judgement
 
-        c = self.corrected_.shape[1]
-        return LabelJudgement(probs=graph_loo_probs(self._P, self._y, c, weights=self.omega_),
-                              decision=self.dropped_.copy(),
-                              source="auto: leave-one-out vote share at the learnt label weights and alpha",
-                              leave_one_out=graph_loo_probs(self._P, self._y, c))
+        return weighted_loo_judgement(self._P, self._y, self.corrected_.shape[1], self.omega_, self.dropped_.copy(),
+                                      "auto: leave-one-out vote share at the learnt label weights and alpha")

@@ -753,10 +753,7 @@ class AutoL(GraphSSLAlgorithm):
         """The vote share of every label among the omega-weighted leave-one-out votes of the other labels;
         the method's own verdict: omega <= 0 (see the class docstring); for the count of wrong labels, the plain
         leave-one-out at the same alpha (every other label counted once: omega was fitted to every label)."""
-        from ..issues.judgement import LabelJudgement, graph_loo_probs
+        from ..issues.judgement import weighted_loo_judgement
 
-        c = self.corrected_.shape[1]
-        return LabelJudgement(probs=graph_loo_probs(self._P, self._y, c, weights=self.omega_),
-                              decision=self.dropped_.copy(),
-                              source="autoL: leave-one-out vote share at the learnt label weights",
-                              leave_one_out=graph_loo_probs(self._P, self._y, c))
+        return weighted_loo_judgement(self._P, self._y, self.corrected_.shape[1], self.omega_, self.dropped_.copy(),
+                                      "autoL: leave-one-out vote share at the learnt label weights")

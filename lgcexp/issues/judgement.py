@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["LabelJudgement", "normalize_rows", "label_quality", "suggested_labels", "graph_loo_probs"]
+__all__ = ["LabelJudgement", "normalize_rows", "label_quality", "suggested_labels", "graph_loo_probs",
+           "weighted_loo_judgement"]
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,18 @@ def graph_loo_probs(P_LL: np.ndarray, y: np.ndarray, n_classes: int, weights: np
     positive scale). Without its diagonal (a label's influence on itself), row i of ``P~ diag(w) B`` holds
     how much each class's labels (weighted by ``weights``, default 1) reach point i; rows are normalised to
     sum to 1. This is LGC's prediction at a labelled point with that point's own label left out."""
+    return _loo_votes(_without_diagonal(P_LL), y, n_classes, weights)
+
+
+def _without_diagonal(P_LL: np.ndarray) -> np.ndarray:
+    """``P~``: a float64 copy of ``P_LL`` with its diagonal (each label's influence on itself) set to 0."""
     P = np.array(P_LL, dtype=np.float64, copy=True)
     np.fill_diagonal(P, 0.0)
+    return P
+
+
+def _loo_votes(P: np.ndarray, y: np.ndarray, n_classes: int, weights: np.ndarray | None) -> np.ndarray:
+    """``normalize_rows(P~ diag(w) B)`` for ``P~`` without its diagonal (:func:`graph_loo_probs`)."""
     y = np.asarray(y, dtype=np.int64)
     w = np.ones(y.size) if weights is None else np.maximum(np.asarray(weights, dtype=np.float64), 0.0)
     V = np.zeros((y.size, int(n_classes)))
@@ -91,3 +102,14 @@ def graph_loo_probs(P_LL: np.ndarray, y: np.ndarray, n_classes: int, weights: np
         if m.any():
             V[:, k] = P[:, m] @ w[m]
     return normalize_rows(np.maximum(V, 0.0))
+
+
+def weighted_loo_judgement(P_LL: np.ndarray, y: np.ndarray, n_classes: int, weights: np.ndarray,
+                           decision: np.ndarray, source: str) -> LabelJudgement:
+    """AutoL's and ``auto``'s judgement: ``probs``, each label's share of the leave-one-out vote of the other
+    labels weighted by the learnt ``weights``; ``leave_one_out``, the same vote with every other label counted
+    once (for the count: the weights were fitted to every label, the judged one included). ``P~`` is formed once
+    for both (:func:`graph_loo_probs`)."""
+    P = _without_diagonal(P_LL)
+    return LabelJudgement(probs=_loo_votes(P, y, n_classes, weights), decision=decision, source=source,
+                          leave_one_out=_loo_votes(P, y, n_classes, None))
